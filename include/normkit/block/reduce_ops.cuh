@@ -1,0 +1,68 @@
+// normkit/block/reduce_ops.cuh: the values the reductions combine and the
+// operators that combine them. Every operator is commutative bit for bit
+// (op(a, b) == op(b, a) exactly), so a butterfly all-reduce leaves the same
+// bits in every lane and results do not depend on lane order.
+#pragma once
+
+#include "../config.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+/// Two sums reduced together (for example sum of deviations and of their squares).
+struct SumPair {
+  float first;
+  float second;
+};
+
+/// Welford / Chan state of a set of values: count, mean and sum of squared
+/// deviations from the mean (M2). The count is fp32: exact up to 2^24 and only
+/// used as a weight beyond that.
+struct WelfordState {
+  float count;
+  float mean;
+  float m2;
+};
+
+struct Sum {
+  NORMKIT_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
+  NORMKIT_HOST_DEVICE SumPair operator()(SumPair a, SumPair b) const {
+    return SumPair{a.first + b.first, a.second + b.second};
+  }
+  template <class T>
+  NORMKIT_HOST_DEVICE static T identity() {
+    return T{};
+  }
+};
+
+struct Max {
+  NORMKIT_HOST_DEVICE float operator()(float a, float b) const { return fmaxf(a, b); }
+  template <class T>
+  NORMKIT_HOST_DEVICE static T identity() {
+    return -__builtin_huge_valf();
+  }
+};
+
+/// Chan, Golub and LeVeque's merge of two Welford states, written so that
+/// merge(a, b) and merge(b, a) give identical bits: the mean is the
+/// count-weighted average and the correction uses delta squared.
+struct WelfordMerge {
+  NORMKIT_HOST_DEVICE WelfordState operator()(WelfordState a, WelfordState b) const {
+    const float n = a.count + b.count;
+    if (n == 0.f) return WelfordState{0.f, 0.f, 0.f};
+    const float inv_n = 1.0f / n;
+    const float delta = b.mean - a.mean;
+    const float wa = a.count * inv_n;
+    const float wb = b.count * inv_n;
+    WelfordState r;
+    r.count = n;
+    r.mean = a.mean * wa + b.mean * wb;
+    r.m2 = (a.m2 + b.m2) + delta * delta * (a.count * wb);
+    return r;
+  }
+  template <class T>
+  NORMKIT_HOST_DEVICE static T identity() {
+    return T{0.f, 0.f, 0.f};
+  }
+};
+
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,104 @@
+// normkit/block/vector_access.cuh: moving a slot of VEC consecutive elements
+// between global (or shared) memory and registers with accesses of a chosen width.
+#pragma once
+
+#include <cstdint>
+
+#include "../config.cuh"
+#include "../types.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+namespace detail {
+
+template <int BYTES>
+struct Word;
+template <>
+struct Word<1> {
+  using type = uint8_t;
+};
+template <>
+struct Word<2> {
+  using type = uint16_t;
+};
+template <>
+struct Word<4> {
+  using type = uint32_t;
+};
+template <>
+struct Word<8> {
+  using type = uint2;
+};
+template <>
+struct Word<16> {
+  using type = uint4;
+};
+
+/// VEC elements of T as raw storage, aligned so that any access width up to
+/// the slot's size (at most 16 bytes) can reinterpret it.
+template <class T, int VEC>
+struct alignas(VEC * sizeof(T) < 16 ? VEC * sizeof(T) : 16) RawSlot {
+  T v[VEC];
+};
+
+}  // namespace detail
+
+/// The widest power-of-two access, at most `max_bytes` and at least the element
+/// size, for which `ptr + r * row_stride` is aligned for every row r. Chosen at
+/// run time by launchers; never yields a misaligned access.
+NORMKIT_HOST_DEVICE int access_bytes_for(const void* ptr, int64_t row_stride_elems, int elem_bytes,
+                                         int max_bytes) {
+  const uint64_t bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ptr)) |
+                        static_cast<uint64_t>(row_stride_elems) * static_cast<uint64_t>(elem_bytes);
+  int w = max_bytes;
+  while (w > elem_bytes && (bits & static_cast<uint64_t>(w - 1)) != 0) w >>= 1;
+  return w < elem_bytes ? elem_bytes : w;
+}
+
+namespace detail {
+
+/// Copies one full slot with accesses of W bytes (W divides the slot size or
+/// exceeds it, in which case the slot is moved in one access).
+template <int W, class T, int VEC>
+NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
+  constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+  constexpr int kW = W < kBytes ? W : kBytes;
+  using Access = typename Word<kW>::type;
+  const Access* s = reinterpret_cast<const Access*>(src);
+  Access* d = reinterpret_cast<Access*>(dst.v);
+#pragma unroll
+  for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
+}
+
+template <int W, class T, int VEC>
+NORMKIT_DEVICE void store_slot_raw(T* dst, const RawSlot<T, VEC>& src) {
+  constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+  constexpr int kW = W < kBytes ? W : kBytes;
+  using Access = typename Word<kW>::type;
+  Access* d = reinterpret_cast<Access*>(dst);
+  const Access* s = reinterpret_cast<const Access*>(src.v);
+#pragma unroll
+  for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
+}
+
+/// Calls `f(std::integral_constant<int, W>)` with W the compile-time form of the
+/// run-time access width, so that a whole unrolled loop runs under one branch.
+template <class T, int VEC, class F>
+NORMKIT_DEVICE void with_access_width(int access_bytes, F&& f) {
+  constexpr int kMax = VEC * static_cast<int>(sizeof(T)) < 16 ? VEC * static_cast<int>(sizeof(T)) : 16;
+  if (access_bytes >= kMax) {
+    f(std::integral_constant<int, kMax>{});
+  } else if (kMax > 8 && access_bytes >= 8) {
+    f(std::integral_constant<int, (kMax > 8 ? 8 : kMax)>{});
+  } else if (kMax > 4 && access_bytes >= 4) {
+    f(std::integral_constant<int, (kMax > 4 ? 4 : kMax)>{});
+  } else if (kMax > 2 && access_bytes >= 2 && sizeof(T) <= 2) {
+    f(std::integral_constant<int, (kMax > 2 ? 2 : kMax)>{});
+  } else {
+    f(std::integral_constant<int, static_cast<int>(sizeof(T))>{});
+  }
+}
+
+}  // namespace detail
+
+NORMKIT_NAMESPACE_END

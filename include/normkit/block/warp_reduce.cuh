@@ -1,0 +1,56 @@
+// normkit/block/warp_reduce.cuh: all-reduce by shuffles within groups of 1 to
+// 32 lanes (aligned groups of a power-of-two width), so that several short
+// rows can share one warp.
+#pragma once
+
+#include "../config.cuh"
+#include "reduce_ops.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+namespace detail {
+
+/// __shfl_xor_sync for any trivially copyable value whose size is a multiple of 4.
+template <class T>
+NORMKIT_DEVICE T shfl_xor(const T& v, int lane_mask) {
+  static_assert(sizeof(T) % 4 == 0, "normkit: shuffled values must be a multiple of 4 bytes");
+  constexpr int kWords = sizeof(T) / 4;
+  union {
+    T value;
+    int words[kWords];
+  } in{v}, out;
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) out.words[i] = __shfl_xor_sync(0xffffffffu, in.words[i], lane_mask);
+  return out.value;
+}
+
+}  // namespace detail
+
+/// Butterfly all-reduce over aligned groups of `group` lanes (a power of two,
+/// at most MAX_GROUP). Every lane of the warp must call it (the shuffles name
+/// the full warp), and every lane of a group receives the group's result.
+template <int MAX_GROUP = 32>
+struct WarpAllReduce {
+  static_assert(MAX_GROUP >= 1 && MAX_GROUP <= 32 && (MAX_GROUP & (MAX_GROUP - 1)) == 0,
+                "normkit::WarpAllReduce: MAX_GROUP must be a power of two in [1, 32]");
+
+  template <class T, class Op>
+  static NORMKIT_DEVICE T all_reduce(T v, Op op, int group = MAX_GROUP) {
+#pragma unroll
+    for (int offset = MAX_GROUP / 2; offset > 0; offset >>= 1) {
+      if (offset < group) v = op(v, detail::shfl_xor(v, offset));
+    }
+    return v;
+  }
+};
+
+/// The reducer a stats policy sees for a row shared by a group of lanes.
+struct GroupReducer {
+  int group;
+  template <class T, class Op>
+  NORMKIT_DEVICE T all_reduce(T v, Op op) const {
+    return WarpAllReduce<32>::all_reduce(v, op, group);
+  }
+};
+
+NORMKIT_NAMESPACE_END

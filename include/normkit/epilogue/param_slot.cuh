@@ -1,0 +1,38 @@
+// normkit/epilogue/param_slot.cuh: reading a per-column parameter vector
+// (weight, bias) for one slot, as fp32 whatever its storage type.
+#pragma once
+
+#include <cstdint>
+
+#include "../block/vector_access.cuh"
+#include "../config.cuh"
+#include "../types.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+/// Loads p[col0 .. col0 + VEC) into fp32 (elements at or past `valid` read as
+/// `fill`); a null p reads as `fill` everywhere. One vector access when the
+/// address is aligned for it, element by element otherwise. These vectors are
+/// shared by all rows, so they come from L1/L2, not from DRAM.
+template <class W, int VEC>
+NORMKIT_DEVICE void load_param_slot(const W* p, int64_t col0, int valid, float fill, float (&out)[VEC]) {
+  if (p == nullptr) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = fill;
+    return;
+  }
+  constexpr int kBytes = VEC * static_cast<int>(sizeof(W));
+  constexpr int kAlign = kBytes < 16 ? kBytes : 16;
+  const W* src = p + col0;
+  if (valid >= VEC && (reinterpret_cast<uintptr_t>(src) % kAlign) == 0) {
+    detail::RawSlot<W, VEC> raw;
+    detail::load_slot_raw<16, W, VEC>(src, raw);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = detail::to_float(raw.v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = i < valid ? detail::to_float(src[i]) : fill;
+  }
+}
+
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,110 @@
+// normkit/kernel/row_chunked.cuh: kernel shapes 3 to 5, for rows too long for
+// registers. A cluster of C CTAs (C = 1 off sm_90) works on one row at a time;
+// CTA rank r owns the chunk of columns [r * chunk, (r + 1) * chunk).
+//
+// STAGED (shapes 3 and 4): the chunk is read once into shared memory (as the
+// input's Storage type, which holds it exactly), statistics and output are
+// computed from there. Each thread only ever touches its own slots of shared
+// memory, so staging needs no barrier.
+// Not STAGED (shape 5, streaming): the chunk is read from memory on every walk:
+// the statistics policy's walks (TwoPass 2, Welford and MeanSquare 1), then one
+// more to normalize. No limit on N but memory.
+//
+// Partials are combined across the cluster through distributed shared memory
+// (ClusterAllReduce), in a fixed order, so results do not depend on timing.
+#pragma once
+
+#include <cstdint>
+
+#include "../block/block_reduce.cuh"
+#include "../block/cluster_reduce.cuh"
+#include "../block/reduce_ops.cuh"
+#include "../block/row_loader.cuh"
+#include "../config.cuh"
+#include "../stats/row_stats.cuh"
+#include "row_output.cuh"
+#include "row_views.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace kernel {
+
+inline constexpr int kChunkedThreads = 512;
+inline constexpr int kChunkedUnroll = 4;  ///< slots per thread in flight per batch
+
+template <class Problem, bool STAGED>
+__global__ void __launch_bounds__(kChunkedThreads, 2)
+    row_chunked(const __grid_constant__ typename Problem::Params p, int64_t chunk) {
+  constexpr int VEC = Problem::kVec;
+  constexpr int UNROLL = kChunkedUnroll;
+  using S = typename Problem::Storage;
+  using Reducer = ClusterAllReduce<BlockAllReduce<kChunkedThreads>>;
+  __shared__ typename Reducer::TempStorage temp;
+  extern __shared__ __align__(16) unsigned char staged_bytes[];
+  S* staged = reinterpret_cast<S*>(staged_bytes);
+
+  Reducer reducer(temp);
+  const unsigned csize = reducer.size();
+  const int64_t col_base = static_cast<int64_t>(reducer.rank()) * chunk;
+  const int64_t left = p.cols - col_base;
+  const int64_t n = left <= 0 ? 0 : (left < chunk ? left : chunk);
+  const int team = blockDim.x;
+  const int lane = threadIdx.x;
+  const int slots = static_cast<int>((n + static_cast<int64_t>(team) * VEC - 1) / (static_cast<int64_t>(team) * VEC));
+  const bool leader = reducer.rank() == 0 && threadIdx.x == 0;
+
+  for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
+    RowStats st;
+    if constexpr (STAGED) {
+      for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+        detail::RawSlot<S, VEC> v[UNROLL];
+        Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, true, v);
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+          const int64_t c = RowLoader<S, VEC>::column(s0 + k, lane, team);
+          detail::write_staged_slot<S, VEC>(staged, c, detail::slot_valid(n, c, VEC), v[k]);
+        }
+      }
+      const detail::StagedView<S, VEC> view{staged, n, slots, lane, team};
+      st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
+    } else {
+      const detail::StreamView<Problem, UNROLL> view{p, row, col_base, n, slots, lane, team};
+      st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
+    }
+    if (leader) detail::store_row_stats(p, row, st);
+
+    // A batch of slots for the output passes: from shared memory, or from
+    // global memory again (a later read: fused inputs read back h).
+    auto fetch = [&](int s0, detail::RawSlot<S, VEC>(&v)[UNROLL]) {
+      if constexpr (STAGED) {
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+          const int64_t c = RowLoader<S, VEC>::column(s0 + k, lane, team);
+          detail::read_staged_slot<S, VEC>(staged, c, detail::slot_valid(n, c, VEC), v[k]);
+        }
+      } else {
+        Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, false, v);
+      }
+    };
+
+    float amax = 0.f;
+    if constexpr (Problem::Output::kNeedsRowAbsMax) {
+      // Only reached with a staged row: the launcher never streams such outputs.
+      for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+        detail::RawSlot<S, VEC> v[UNROLL];
+        fetch(s0, v);
+        amax = fmaxf(amax, detail::absmax_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, v));
+      }
+      amax = reducer.all_reduce(amax, Max{});
+    }
+    const float factor = Problem::Output::row_factor(p, row, amax, leader);
+    for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+      detail::RawSlot<S, VEC> v[UNROLL];
+      fetch(s0, v);
+      detail::store_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, factor, v);
+    }
+  }
+  reducer.finish();
+}
+
+}  // namespace kernel
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,81 @@
+// normkit/kernel/row_output.cuh: the part every kernel shape shares once a
+// row's statistics are known: write mean and rstd, normalize, apply the
+// epilogue, and pack and store the outputs.
+#pragma once
+
+#include <cstdint>
+
+#include "../block/reduce_ops.cuh"
+#include "../block/row_loader.cuh"
+#include "../config.cuh"
+#include "../stats/row_stats.cuh"
+#include "row_views.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+/// One thread per row calls this (the leader of the row's team).
+template <class Params>
+NORMKIT_DEVICE void store_row_stats(const Params& p, int64_t row, const RowStats& st) {
+  if (p.mean != nullptr) p.mean[row] = st.stored_mean();
+  if (p.rstd != nullptr) p.rstd[row] = st.rstd;
+}
+
+/// One slot: fp32 conversion, normalization and the epilogue, in place in v.
+template <class Problem>
+NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
+                                   const RowStats& st, const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
+                                   float (&v)[Problem::kVec]) {
+  constexpr int VEC = Problem::kVec;
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) v[i] = st.normalize(to_float(raw.v[i]));
+  Problem::Epilogue::template apply<VEC>(p.epilogue, row, col, valid, v);
+}
+
+/// max |y| over the valid elements of one transformed slot, folded into amax.
+template <int VEC>
+NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) amax = i < valid ? fmaxf(amax, fabsf(v[i])) : amax;
+  return amax;
+}
+
+/// Transforms, packs and stores K slots of a row (or chunk starting at col_base).
+template <class Problem, int K>
+NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
+                                int first_slot, int lane, int team, const RowStats& st, float factor,
+                                const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
+  constexpr int VEC = Problem::kVec;
+  using Y = typename Problem::Y;
+  RawSlot<Y, VEC> out[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
+    float v[VEC];
+    transform_slot<Problem>(p, row, col_base + c, slot_valid(n, c, VEC), st, raw[k], v);
+    out[k] = Problem::Output::template pack<VEC>(p, factor, v);
+  }
+  RowLoader<Y, VEC>::template store_raw<K>(p.y + row * p.y_stride + col_base, n, first_slot, lane, team,
+                                           p.y_access, out);
+}
+
+/// max |y| of K slots (for outputs that scale each row by its maximum).
+template <class Problem, int K>
+NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
+                                  int first_slot, int lane, int team, const RowStats& st,
+                                  const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
+  constexpr int VEC = Problem::kVec;
+  float amax = 0.f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t c = RowLoader<float, VEC>::column(first_slot + k, lane, team);
+    const int valid = slot_valid(n, c, VEC);
+    float v[VEC];
+    transform_slot<Problem>(p, row, col_base + c, valid, st, raw[k], v);
+    amax = fold_absmax(amax, v, valid);
+  }
+  return amax;
+}
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END

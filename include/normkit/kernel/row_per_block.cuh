@@ -1,0 +1,30 @@
+// normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
+// threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
+// registers, VECS slots per thread, and strides over the rows. Statistics use
+// the block all-reduce (shuffles, then one barrier per reduction).
+#pragma once
+
+#include <cstdint>
+
+#include "../block/block_reduce.cuh"
+#include "../config.cuh"
+#include "rows_per_warp.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace kernel {
+
+inline constexpr int kRowPerBlockMaxThreads = 512;
+
+template <class Problem, int VECS, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle>
+__global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
+    row_per_block(const __grid_constant__ typename Problem::Params p) {
+  using Reducer = BlockAllReduce<kRowPerBlockMaxThreads, ALGO>;
+  __shared__ typename Reducer::TempStorage temp;
+  Reducer reducer(temp);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    detail::normalize_register_row<Problem, VECS>(p, row, true, threadIdx.x, blockDim.x, reducer);
+  }
+}
+
+}  // namespace kernel
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,134 @@
+// normkit/kernel/row_views.cuh: the views through which statistics policies
+// walk a thread's share of a row (see stats/row_stats.cuh for the contract).
+// Rows are held raw, in the input's Storage type, and converted to fp32 one
+// slot at a time.
+#pragma once
+
+#include <cstdint>
+
+#include "../block/row_loader.cuh"
+#include "../block/vector_access.cuh"
+#include "../config.cuh"
+#include "../types.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+NORMKIT_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
+  const int64_t left = n - col;
+  return left <= 0 ? 0 : (left >= vec ? vec : static_cast<int>(left));
+}
+
+template <class S, int VEC>
+NORMKIT_DEVICE void slot_to_float(const RawSlot<S, VEC>& raw, float (&v)[VEC]) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) v[i] = to_float(raw.v[i]);
+}
+
+/// K slots held in registers (row-per-warp and row-per-block kernels).
+template <class S, int K, int VEC>
+struct RegisterView {
+  static constexpr int kVec = VEC;
+  static constexpr bool kResident = true;
+  const RawSlot<S, VEC> (&raw)[K];
+  int64_t n;
+  int lane;
+  int team;
+
+  template <class F>
+  NORMKIT_DEVICE void for_each_slot(F&& f) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float v[VEC];
+      slot_to_float(raw[k], v);
+      f(v, slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC));
+    }
+  }
+};
+
+/// Writes one slot (its first `valid` elements) of a chunk staged in shared memory.
+template <class S, int VEC>
+NORMKIT_DEVICE void write_staged_slot(S* chunk, int64_t col, int valid, const RawSlot<S, VEC>& raw) {
+  if (valid >= VEC) {
+    *reinterpret_cast<RawSlot<S, VEC>*>(chunk + col) = raw;
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      if (i < valid) chunk[col + i] = raw.v[i];
+    }
+  }
+}
+
+/// Reads one slot of a staged chunk (zeros past `valid`).
+template <class S, int VEC>
+NORMKIT_DEVICE void read_staged_slot(const S* chunk, int64_t col, int valid, RawSlot<S, VEC>& raw) {
+  if (valid >= VEC) {
+    raw = *reinterpret_cast<const RawSlot<S, VEC>*>(chunk + col);
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) raw.v[i] = i < valid ? chunk[col + i] : from_float<S>(0.f);
+  }
+}
+
+/// A row chunk staged in shared memory; this thread's slots only, so no
+/// barrier is needed between staging and reading.
+template <class S, int VEC>
+struct StagedView {
+  static constexpr int kVec = VEC;
+  static constexpr bool kResident = true;
+  const S* chunk;
+  int64_t n;
+  int slots;
+  int lane;
+  int team;
+
+  template <class F>
+  NORMKIT_DEVICE void for_each_slot(F&& f) const {
+#pragma unroll 4
+    for (int s = 0; s < slots; ++s) {
+      const int64_t c = RowLoader<S, VEC>::column(s, lane, team);
+      const int valid = slot_valid(n, c, VEC);
+      RawSlot<S, VEC> raw;
+      read_staged_slot<S, VEC>(chunk, c, valid, raw);
+      float v[VEC];
+      slot_to_float(raw, v);
+      f(v, valid);
+    }
+  }
+};
+
+/// A row chunk read from global memory on every walk (streaming kernel), in
+/// batches of UNROLL slots so that several loads are in flight.
+template <class Problem, int UNROLL>
+struct StreamView {
+  using S = typename Problem::Storage;
+  static constexpr int VEC = Problem::kVec;
+  static constexpr int kVec = VEC;
+  static constexpr bool kResident = false;
+  const typename Problem::Params& p;
+  int64_t row;
+  int64_t col_base;
+  int64_t n;
+  int slots;
+  int lane;
+  int team;
+  mutable int reads = 0;
+
+  template <class F>
+  NORMKIT_DEVICE void for_each_slot(F&& f) const {
+    const bool first = reads++ == 0;
+    for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+      RawSlot<S, VEC> raw[UNROLL];
+      Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, first, raw);
+#pragma unroll
+      for (int k = 0; k < UNROLL; ++k) {
+        float v[VEC];
+        slot_to_float(raw[k], v);
+        f(v, slot_valid(n, RowLoader<S, VEC>::column(s0 + k, lane, team), VEC));
+      }
+    }
+  }
+};
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END

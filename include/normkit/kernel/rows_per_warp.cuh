@@ -1,0 +1,67 @@
+// normkit/kernel/rows_per_warp.cuh: kernel shape 1, for short rows. A group of
+// `group` lanes (4, 8, 16 or 32, chosen at run time) holds one row in
+// registers, VECS slots per lane; a CTA of kThreads threads works on
+// kThreads / group rows at a time and strides over the rows. Reductions are
+// shuffles within the group only: no shared memory, no barrier.
+#pragma once
+
+#include <cstdint>
+
+#include "../block/reduce_ops.cuh"
+#include "../block/warp_reduce.cuh"
+#include "../config.cuh"
+#include "../stats/row_stats.cuh"
+#include "row_output.cuh"
+#include "row_views.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+/// A row held in registers by a team of threads: load, statistics, output.
+/// Every thread of the team calls it, also for an inactive row (past the last
+/// row), so that the team's reductions see all of its threads.
+template <class Problem, int VECS, class Reducer>
+NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
+                                           int lane, int team, Reducer& reducer) {
+  constexpr int VEC = Problem::kVec;
+  using S = typename Problem::Storage;
+  const int64_t r = active ? row : 0;
+  const int64_t n = active ? p.cols : 0;
+  RawSlot<S, VEC> v[VECS];
+  Problem::Input::template load<VECS, VEC>(p, r, 0, n, 0, lane, team, true, v);
+  const RegisterView<S, VECS, VEC> view{v, n, lane, team};
+  const RowStats st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
+  const bool leader = active && lane == 0;
+  if (leader) store_row_stats(p, r, st);
+  float amax = 0.f;
+  if constexpr (Problem::Output::kNeedsRowAbsMax) {
+    amax = reducer.all_reduce(absmax_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, v), Max{});
+  }
+  const float factor = Problem::Output::row_factor(p, r, amax, leader);
+  if (active) store_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, factor, v);
+}
+
+}  // namespace detail
+
+namespace kernel {
+
+inline constexpr int kRowsPerWarpThreads = 256;
+
+template <class Problem, int VECS>
+__global__ void __launch_bounds__(kRowsPerWarpThreads, 3)
+    rows_per_warp(const __grid_constant__ typename Problem::Params p, int group) {
+  const int lane = threadIdx.x & (group - 1);
+  const int rows_per_cta = blockDim.x / group;
+  const int64_t row_in_cta = threadIdx.x / group;
+  GroupReducer reducer{group};
+  // The loop bound is the same for the whole CTA, so every lane of every warp
+  // takes part in every shuffle.
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_cta; base < p.rows;
+       base += static_cast<int64_t>(gridDim.x) * rows_per_cta) {
+    const int64_t row = base + row_in_cta;
+    detail::normalize_register_row<Problem, VECS>(p, row, row < p.rows, lane, group, reducer);
+  }
+}
+
+}  // namespace kernel
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,108 @@
+// normkit/launch/device.cuh: what launchers ask of the CUDA runtime, asked once
+// and cached: the device's capabilities, and per kernel its attributes and
+// occupancy. No call here allocates or synchronizes, so launches stay legal
+// inside CUDA graph capture.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "../config.cuh"
+#include "../status.cuh"
+#include "plan.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+inline Status status_from_cuda(cudaError_t e, Status otherwise) {
+  switch (e) {
+    case cudaSuccess: return Status::kSuccess;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice: return Status::kErrorNoDevice;
+    case cudaErrorInvalidDeviceFunction:
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorUnsupportedPtxVersion: return Status::kErrorUnsupportedArchitecture;
+    default: return otherwise;
+  }
+}
+
+/// The current device and its capabilities; queried once per device.
+inline Status current_device_caps(int* device, DeviceCaps* caps) {
+  constexpr int kMaxDevices = 64;
+  static std::mutex mutex;
+  static DeviceCaps cache[kMaxDevices];
+  static bool known[kMaxDevices] = {};
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::kErrorNoDevice;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (dev < 0 || dev >= kMaxDevices) return Status::kErrorNoDevice;
+  if (!known[dev]) {
+    DeviceCaps c;
+    int cluster = 0;
+    if (cudaDeviceGetAttribute(&c.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&c.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&c.sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&c.max_smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Status::kErrorCuda;
+    }
+    c.cluster_launch = cluster != 0;
+    cache[dev] = c;
+    known[dev] = true;
+  }
+  *device = dev;
+  *caps = cache[dev];
+  if (caps->cc_major < 7) return Status::kErrorUnsupportedArchitecture;
+  return Status::kSuccess;
+}
+
+/// Per kernel function: prepares it for `smem` bytes of dynamic shared memory
+/// and returns how many CTAs of `threads` fit on one multiprocessor. Cached
+/// per (device, threads, smem); the first call per kernel also finds out
+/// whether the binary holds code for this device.
+inline Status kernel_occupancy(const void* func, int device, int threads, size_t smem, int* ctas_per_sm) {
+  struct Entry {
+    const void* func;
+    int device;
+    int threads;
+    size_t smem;
+    int ctas;
+  };
+  static std::mutex mutex;
+  static std::vector<Entry> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const Entry& e : cache) {
+    if (e.func == func && e.device == device && e.threads == threads && e.smem == smem) {
+      *ctas_per_sm = e.ctas;
+      return Status::kSuccess;
+    }
+  }
+  cudaFuncAttributes attr;
+  cudaError_t err = cudaFuncGetAttributes(&attr, func);
+  if (err == cudaSuccess && smem > 48 * 1024) {
+    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  }
+  int ctas = 0;
+  if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, func, threads, smem);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return status_from_cuda(err, Status::kErrorCuda);
+  }
+  if (ctas < 1) return Status::kErrorUnsupportedShape;
+  cache.push_back(Entry{func, device, threads, smem, ctas});
+  *ctas_per_sm = ctas;
+  return Status::kSuccess;
+}
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,157 @@
+// normkit/launch/launcher.cuh: from a validated Problem::Params to a launch:
+// device capabilities, kernel shape, access widths, grid size, and one
+// checked cudaLaunchKernelEx on the caller's stream. No allocation, no
+// synchronization: legal inside CUDA graph capture.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "../block/vector_access.cuh"
+#include "../config.cuh"
+#include "../kernel/row_chunked.cuh"
+#include "../kernel/row_per_block.cuh"
+#include "../kernel/rows_per_warp.cuh"
+#include "../status.cuh"
+#include "device.cuh"
+#include "plan.cuh"
+#include "validate.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+/// Per-call choices a caller may make; the defaults suit almost everyone.
+struct LaunchOptions {
+  /// Force a kernel shape (tests, benchmarks, or pinning a shape across
+  /// devices); kAuto lets the launcher choose from N, the types and the device.
+  Shape shape = Shape::kAuto;
+};
+
+namespace detail {
+
+template <class Kernel, class... Args>
+Status launch_kernel(Kernel kernel, int64_t grid, int threads, size_t smem, int cluster, cudaStream_t stream,
+                     Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[1];
+  cfg.attrs = attrs;
+  cfg.numAttrs = 0;
+  if (cluster > 1) {
+    attrs[0].id = cudaLaunchAttributeClusterDimension;
+    attrs[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[0].val.clusterDim.y = 1;
+    attrs[0].val.clusterDim.z = 1;
+    cfg.numAttrs = 1;
+  }
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the error this launch left, and only it
+    return status_from_cuda(e, Status::kErrorCudaLaunch);
+  }
+  return Status::kSuccess;
+}
+
+template <class Problem>
+struct Launcher {
+  using Params = typename Problem::Params;
+  static constexpr int VEC = Problem::kVec;
+  static constexpr int kMaxVecs = PlanTuning::kMaxRegisterBytes / 16;
+
+  static RowFormat format(const Params& p) {
+    RowFormat f;
+    f.cols = p.cols;
+    f.vec = VEC;
+    f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
+    f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
+    return f;
+  }
+
+  template <int VECS>
+  static Status run_register(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+                             cudaStream_t stream) {
+    if constexpr (VECS > kMaxVecs) {
+      return Status::kErrorUnsupportedShape;
+    } else {
+      const bool warp = plan.shape == Shape::kRowsPerWarp;
+      const void* func = warp ? reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>)
+                              : reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>);
+      int ctas_per_sm = 0;
+      Status s = kernel_occupancy(func, device, plan.threads, 0, &ctas_per_sm);
+      if (s != Status::kSuccess) return s;
+      const int64_t rows_per_cta = warp ? plan.threads / plan.group : 1;
+      int64_t grid = ceil_div(p.rows, rows_per_cta);
+      const int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count;
+      if (grid > resident) grid = resident;
+      if (warp) {
+        return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid, plan.threads, 0, 1, stream, p,
+                             plan.group);
+      }
+      return launch_kernel(&kernel::row_per_block<Problem, VECS>, grid, plan.threads, 0, 1, stream, p);
+    }
+  }
+
+  static Status run_chunked(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+                            cudaStream_t stream) {
+    const bool staged = plan.shape != Shape::kStreaming;
+    const void* func = staged ? reinterpret_cast<const void*>(&kernel::row_chunked<Problem, true>)
+                              : reinterpret_cast<const void*>(&kernel::row_chunked<Problem, false>);
+    int ctas_per_sm = 0;
+    Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, &ctas_per_sm);
+    if (s != Status::kSuccess) return s;
+    const int64_t c = plan.cluster;
+    int64_t grid = p.rows * c;
+    int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count / c * c;
+    if (resident < c) resident = c;
+    if (grid > resident) grid = resident;
+    if (staged) {
+      return launch_kernel(&kernel::row_chunked<Problem, true>, grid, plan.threads, plan.smem_bytes, plan.cluster,
+                           stream, p, plan.chunk);
+    }
+    return launch_kernel(&kernel::row_chunked<Problem, false>, grid, plan.threads, 0, plan.cluster, stream, p,
+                         plan.chunk);
+  }
+
+  /// The shape that would run these params on the current device.
+  static Status plan(const Params& p, const LaunchOptions& opts, LaunchPlan* out, int* device = nullptr,
+                     DeviceCaps* caps_out = nullptr) {
+    int dev = 0;
+    DeviceCaps caps;
+    Status s = current_device_caps(&dev, &caps);
+    if (s != Status::kSuccess) return s;
+    if (device) *device = dev;
+    if (caps_out) *caps_out = caps;
+    return choose_plan(format(p), caps, opts.shape, out);
+  }
+
+  /// Launches validated params (strides resolved, rows > 0).
+  static Status run(Params p, const LaunchOptions& opts, cudaStream_t stream) {
+    int device = 0;
+    DeviceCaps caps;
+    LaunchPlan lp;
+    Status s = plan(p, opts, &lp, &device, &caps);
+    if (s != Status::kSuccess) return s;
+    p.x_access = access_bytes_for(p.x, p.x_stride, sizeof(typename Problem::X), 16);
+    p.y_access = access_bytes_for(p.y, p.y_stride, sizeof(typename Problem::Y), 16);
+    Problem::Input::prepare(p.input);
+    Problem::Output::prepare(p.output);
+    switch (lp.shape) {
+      case Shape::kRowsPerWarp:
+      case Shape::kRowPerBlock:
+        switch (lp.vecs) {
+          case 1: return run_register<1>(p, lp, device, caps, stream);
+          case 2: return run_register<2>(p, lp, device, caps, stream);
+          case 4: return run_register<4>(p, lp, device, caps, stream);
+          default: return Status::kErrorUnsupportedShape;
+        }
+      default: return run_chunked(p, lp, device, caps, stream);
+    }
+  }
+};
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END

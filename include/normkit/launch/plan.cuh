@@ -1,0 +1,191 @@
+// normkit/launch/plan.cuh: which kernel shape runs a problem, and with which
+// sizes. A pure host function of N, the element sizes and the device, never of
+// M: so a row's result does not depend on the batch it comes in (see
+// docs/design.md, "Batch invariance").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../config.cuh"
+#include "../kernel/row_chunked.cuh"
+#include "../kernel/row_per_block.cuh"
+#include "../kernel/rows_per_warp.cuh"
+#include "../status.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+/// The kernel shapes. kAuto lets the launcher choose.
+enum class Shape : int {
+  kAuto = 0,
+  kRowsPerWarp,   ///< several short rows per warp, rows in registers
+  kRowPerBlock,   ///< one CTA per row, row in registers
+  kRowInSmem,     ///< one CTA per row, row staged in shared memory
+  kRowInCluster,  ///< one cluster per row (sm_90), row staged across the CTAs' shared memory
+  kStreaming,     ///< row read from memory once per pass; no limit on N
+};
+
+inline const char* shape_name(Shape s) noexcept {
+  switch (s) {
+    case Shape::kAuto: return "auto";
+    case Shape::kRowsPerWarp: return "rows_per_warp";
+    case Shape::kRowPerBlock: return "row_per_block";
+    case Shape::kRowInSmem: return "row_in_smem";
+    case Shape::kRowInCluster: return "row_in_cluster";
+    case Shape::kStreaming: return "streaming";
+  }
+  return "unknown";
+}
+
+/// What the plan needs to know about the device (read once per device and cached).
+struct DeviceCaps {
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int max_smem_per_block_optin = 0;  ///< bytes of dynamic + static shared memory a CTA may opt into
+  bool cluster_launch = false;       ///< thread-block clusters (sm_90+)
+};
+
+/// What the plan needs to know about the rows.
+struct RowFormat {
+  int64_t cols = 0;
+  int vec = 0;                 ///< elements per slot (16 bytes of x)
+  int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
+  bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
+};
+
+struct LaunchPlan {
+  Shape shape = Shape::kAuto;
+  int threads = 0;         ///< threads per CTA
+  int vecs = 0;            ///< slots per thread (register shapes)
+  int group = 0;           ///< lanes per row (rows_per_warp)
+  int cluster = 1;         ///< CTAs per row (chunked shapes)
+  int64_t chunk = 0;       ///< columns per CTA (chunked shapes)
+  size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
+};
+
+/// The tuning constants of the automatic choice, in one place (docs/performance.md
+/// records the measurements behind them).
+struct PlanTuning {
+  static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
+  static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
+  static constexpr int64_t kStagedChunkBytes = 65536;      ///< target staged bytes per CTA
+  static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
+  static constexpr int kStreamingCluster = 8;
+};
+
+namespace detail {
+
+inline int next_pow2(int64_t v) {
+  int p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Static shared memory the chunked kernel uses besides the staged chunk (reducers), with slack.
+inline constexpr size_t kChunkedStaticSmem = 2048;
+
+inline bool plan_rows_per_warp(const RowFormat& f, LaunchPlan* p) {
+  const int max_vecs = PlanTuning::kMaxRegisterBytes / 16;
+  const int64_t slots = ceil_div(f.cols, f.vec);
+  if (slots > 32LL * max_vecs) return false;
+  p->shape = Shape::kRowsPerWarp;
+  p->threads = kernel::kRowsPerWarpThreads;
+  p->group = slots <= 4 ? 4 : (slots <= 32 ? next_pow2(slots) : 32);
+  p->vecs = next_pow2(ceil_div(slots, 32));
+  return true;
+}
+
+inline bool plan_row_per_block(const RowFormat& f, LaunchPlan* p) {
+  const int max_vecs = PlanTuning::kMaxRegisterBytes / 16;
+  const int64_t slots = ceil_div(f.cols, f.vec);
+  for (int vecs = 1; vecs <= max_vecs; vecs *= 2) {
+    const int64_t threads = ceil_div(slots, vecs);
+    if (threads <= kernel::kRowPerBlockMaxThreads) {
+      p->shape = Shape::kRowPerBlock;
+      p->vecs = vecs;
+      p->threads = static_cast<int>(ceil_div(threads, 32) * 32);
+      return true;
+    }
+  }
+  return false;
+}
+
+inline void set_chunks(const RowFormat& f, int cluster, LaunchPlan* p) {
+  p->cluster = cluster;
+  p->chunk = ceil_div(ceil_div(f.cols, cluster), f.vec) * f.vec;
+  p->threads = kernel::kChunkedThreads;
+}
+
+inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, LaunchPlan* p) {
+  set_chunks(f, cluster, p);
+  const size_t bytes = static_cast<size_t>(ceil_div(p->chunk * f.storage_bytes, 16) * 16);
+  if (bytes + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) return false;
+  p->shape = cluster > 1 ? Shape::kRowInCluster : Shape::kRowInSmem;
+  p->smem_bytes = bytes;
+  return true;
+}
+
+inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
+  if (f.needs_on_chip) return false;
+  int cluster = 1;
+  if (d.cluster_launch) {
+    const int64_t per_cta = static_cast<int64_t>(kernel::kChunkedThreads) * f.vec * kernel::kChunkedUnroll;
+    cluster = static_cast<int>(ceil_div(f.cols, per_cta));
+    cluster = cluster < 1 ? 1 : (cluster > PlanTuning::kStreamingCluster ? PlanTuning::kStreamingCluster : cluster);
+  }
+  set_chunks(f, cluster, p);
+  p->shape = Shape::kStreaming;
+  p->smem_bytes = 0;
+  return true;
+}
+
+}  // namespace detail
+
+/// Chooses (requested == kAuto) or checks (any other value) the kernel shape.
+/// Returns kErrorUnsupportedShape when a requested shape cannot hold the row,
+/// or when no shape can (a row that must stay on chip but does not fit).
+inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape requested, LaunchPlan* plan) {
+  LaunchPlan p;
+  bool ok = false;
+  switch (requested) {
+    case Shape::kRowsPerWarp: ok = detail::plan_rows_per_warp(f, &p); break;
+    case Shape::kRowPerBlock: ok = detail::plan_row_per_block(f, &p); break;
+    case Shape::kRowInSmem: ok = detail::plan_staged(f, d, 1, &p); break;
+    case Shape::kRowInCluster: {
+      if (!d.cluster_launch) break;
+      const int64_t row_bytes = f.cols * f.storage_bytes;
+      int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
+      c = c < 2 ? 2 : (c > PlanTuning::kMaxCluster ? PlanTuning::kMaxCluster : c);
+      ok = detail::plan_staged(f, d, c, &p);
+      break;
+    }
+    case Shape::kStreaming: ok = detail::plan_streaming(f, d, &p); break;
+    case Shape::kAuto: {
+      const int64_t x_row_bytes = f.cols * f.vec == 0 ? 0 : f.cols * (16 / f.vec);
+      if (detail::plan_rows_per_warp(f, &p)) {
+        ok = true;
+      } else if (x_row_bytes <= PlanTuning::kAutoRegisterRowBytes && detail::plan_row_per_block(f, &p)) {
+        ok = true;
+      } else {
+        const int64_t row_bytes = f.cols * f.storage_bytes;
+        int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
+        if (c <= 1 || !d.cluster_launch) {
+          ok = detail::plan_staged(f, d, 1, &p);
+        } else {
+          for (; c <= PlanTuning::kMaxCluster && !ok; ++c) ok = detail::plan_staged(f, d, c, &p);
+          if (!ok) ok = detail::plan_staged(f, d, PlanTuning::kMaxCluster, &p);
+        }
+        if (!ok) ok = detail::plan_streaming(f, d, &p);
+      }
+      break;
+    }
+  }
+  if (!ok) return Status::kErrorUnsupportedShape;
+  *plan = p;
+  return Status::kSuccess;
+}
+
+NORMKIT_NAMESPACE_END

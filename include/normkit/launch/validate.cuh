@@ -1,0 +1,122 @@
+// normkit/launch/validate.cuh: argument checks shared by every launcher. Pure
+// host code: bad input is rejected before any CUDA call or memory access.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "../config.cuh"
+#include "../status.cuh"
+#include "../types.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+/// The bytes a strided [rows, cols] tensor touches.
+struct Region {
+  const void* ptr = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;  ///< elements
+  int64_t elem_bytes = 0;
+
+  uintptr_t begin() const { return reinterpret_cast<uintptr_t>(ptr); }
+  uintptr_t end() const {
+    return begin() + static_cast<uintptr_t>(((rows - 1) * stride + cols) * elem_bytes);
+  }
+  int64_t stride_bytes() const { return stride * elem_bytes; }
+  int64_t row_bytes() const { return cols * elem_bytes; }
+};
+
+/// True if the two regions share a byte. Exact when both have the same byte
+/// stride (interleaved rows of one buffer are recognized as disjoint);
+/// otherwise any overlap of their spans counts.
+inline bool regions_overlap(const Region& a, const Region& b) {
+  if (a.ptr == nullptr || b.ptr == nullptr || a.rows <= 0 || b.rows <= 0) return false;
+  if (a.end() <= b.begin() || b.end() <= a.begin()) return false;
+  const int64_t s = a.stride_bytes();
+  if (s != b.stride_bytes() || a.rows == 1 || b.rows == 1) return true;
+  // Row i of a is [i s, i s + La), row j of b is [d + j s, d + j s + Lb), relative to a.
+  // They meet iff k s + d lies in (-Lb, La) for some k = j - i in (-rows_a, rows_b).
+  const int64_t d = static_cast<int64_t>(b.begin() - a.begin());
+  const int64_t la = a.row_bytes(), lb = b.row_bytes();
+  // Both row lengths are at most s, so at most two k qualify; start at the smallest.
+  const int64_t num = -lb - d;
+  const int64_t fl = num >= 0 ? num / s : -((-num + s - 1) / s);  // floor(num / s)
+  for (int64_t k = fl + 1; k <= fl + 2; ++k) {
+    const int64_t off = k * s + d;
+    if (off < la && off > -lb && k > -a.rows && k < b.rows) return true;
+  }
+  return false;
+}
+
+/// Exactly the same elements: in-place operation.
+inline bool same_region(const Region& a, const Region& b) {
+  return a.ptr == b.ptr && a.stride_bytes() == b.stride_bytes() && a.elem_bytes == b.elem_bytes;
+}
+
+inline int64_t resolve_stride(int64_t stride, int64_t cols) { return stride == kContiguous ? cols : stride; }
+
+/// Checks that do not depend on the tensors' element types.
+inline Status check_shape(int64_t rows, int64_t cols, float eps) {
+  if (rows < 0 || cols <= 0) return Status::kErrorInvalidShape;
+  if (!std::isfinite(eps) || eps < 0.f) return Status::kErrorInvalidEpsilon;
+  return Status::kSuccess;
+}
+
+inline Status check_stride(int64_t stride, int64_t cols) {
+  return (stride == kContiguous || stride >= cols) ? Status::kSuccess : Status::kErrorInvalidStride;
+}
+
+/// An output may be identical to an input (in place) but may not otherwise
+/// share a byte with any input or other output.
+inline Status check_output(const Region& out, const Region* inputs, int n_inputs, bool may_alias_inputs) {
+  for (int i = 0; i < n_inputs; ++i) {
+    if (may_alias_inputs && same_region(out, inputs[i])) continue;
+    if (regions_overlap(out, inputs[i])) return Status::kErrorOverlap;
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+/// Outcome of validating a plain (unfused) problem: an error, nothing to do
+/// (M == 0), or go.
+enum class Verdict { kError, kNothingToDo, kLaunch };
+
+/// Validates and normalizes a Problem::Params whose strides may still be
+/// kContiguous: shape, eps, strides, required pointers, and that y, mean and
+/// rstd share no byte with each other or with x (y == x exactly is in place).
+template <class Params>
+Verdict check_plain_params(Params& p, Status* status) {
+  *status = check_shape(p.rows, p.cols, p.eps);
+  if (*status == Status::kSuccess) *status = check_stride(p.x_stride, p.cols);
+  if (*status == Status::kSuccess) *status = check_stride(p.y_stride, p.cols);
+  if (*status != Status::kSuccess) return Verdict::kError;
+  p.x_stride = resolve_stride(p.x_stride, p.cols);
+  p.y_stride = resolve_stride(p.y_stride, p.cols);
+  if (p.rows == 0) return Verdict::kNothingToDo;
+  if (p.x == nullptr || p.y == nullptr) {
+    *status = Status::kErrorNullPointer;
+    return Verdict::kError;
+  }
+  const Region x{p.x, p.rows, p.cols, p.x_stride, sizeof(*p.x)};
+  const Region y{p.y, p.rows, p.cols, p.y_stride, sizeof(*p.y)};
+  const Region mean{p.mean, p.rows, 1, 1, 4};
+  const Region rstd{p.rstd, p.rows, 1, 1, 4};
+  const Region y_inputs[] = {x};
+  const Region mean_inputs[] = {x, y};
+  const Region rstd_inputs[] = {x, y, mean};
+  Status s = check_output(y, y_inputs, 1, true);
+  if (s == Status::kSuccess) s = check_output(mean, mean_inputs, 2, false);
+  if (s == Status::kSuccess) s = check_output(rstd, rstd_inputs, 3, false);
+  *status = s;
+  return s == Status::kSuccess ? Verdict::kLaunch : Verdict::kError;
+}
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END

@@ -1,0 +1,34 @@
+// normkit/stats/row_stats.cuh: what a statistics policy hands the epilogue.
+//
+// A statistics policy reads a row through a *view* and combines partial
+// results through a *reducer*:
+//   view.for_each_slot(f): calls f(const float (&v)[VEC], int valid) for each of
+//     this thread's slots, in a fixed order; v[i] for i >= valid is 0 (padding
+//     and columns past N read as zero). A view over a row held in registers or
+//     shared memory can be walked any number of times for free; a streaming view
+//     reads memory again on each walk (View::kResident says which).
+//   reducer.all_reduce(value, op): combines `value` across every thread that
+//     shares the row; each receives the result.
+#pragma once
+
+#include "../config.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+/// Statistics of one row. The mean is carried as a sum of two floats
+/// (mean + mean_correction) so that x - mean can be formed to better than fp32
+/// rounding of the mean itself: (x - mean) - mean_correction. rstd is
+/// 1 / sqrt(var + eps) with the biased variance (divided by N).
+struct RowStats {
+  float mean;
+  float mean_correction;
+  float rstd;
+
+  /// The fp32 mean that is stored for the backward pass.
+  NORMKIT_HOST_DEVICE float stored_mean() const { return mean + mean_correction; }
+
+  /// (x - mean) * rstd, with the correction applied.
+  NORMKIT_HOST_DEVICE float normalize(float x) const { return ((x - mean) - mean_correction) * rstd; }
+};
+
+NORMKIT_NAMESPACE_END
