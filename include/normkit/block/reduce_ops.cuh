@@ -23,6 +23,17 @@ struct WelfordState {
   float m2;
 };
 
+namespace detail {
+/// a * b rounded on its own, never fused into a neighbouring add.
+NORMKIT_HOST_DEVICE float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+}  // namespace detail
+
 struct Sum {
   NORMKIT_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
   NORMKIT_HOST_DEVICE SumPair operator()(SumPair a, SumPair b) const {
@@ -51,12 +62,11 @@ struct WelfordMerge {
     if (n == 0.f) return WelfordState{0.f, 0.f, 0.f};
     const float inv_n = 1.0f / n;
     const float delta = b.mean - a.mean;
-    const float wa = a.count * inv_n;
-    const float wb = b.count * inv_n;
     WelfordState r;
     r.count = n;
-    r.mean = a.mean * wa + b.mean * wb;
-    r.m2 = (a.m2 + b.m2) + delta * delta * (a.count * wb);
+    // Explicit roundings: a contracted fma(a.mean, wa, b.mean * wb) would not be symmetric.
+    r.mean = detail::mul_rn(a.mean, a.count * inv_n) + detail::mul_rn(b.mean, b.count * inv_n);
+    r.m2 = (a.m2 + b.m2) + delta * delta * ((a.count * b.count) * inv_n);
     return r;
   }
   template <class T>

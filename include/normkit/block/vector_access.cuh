@@ -43,6 +43,11 @@ struct alignas(VEC * sizeof(T) < 16 ? VEC * sizeof(T) : 16) RawSlot {
 
 }  // namespace detail
 
+/// VEC consecutive elements of T held raw in registers: the unit RowLoader
+/// moves and the row views hold.
+template <class T, int VEC>
+using Slot = detail::RawSlot<T, VEC>;
+
 /// The widest power-of-two access, at most `max_bytes` and at least the element
 /// size, for which `ptr + r * row_stride` is aligned for every row r. Chosen at
 /// run time by launchers; never yields a misaligned access.

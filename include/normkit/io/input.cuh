@@ -4,6 +4,9 @@
 //   using Storage = ...;   // element type the row is held in (exactly)
 //   struct Params { ... }; // what it needs beyond x
 //   static void prepare(Params&);  // host: access widths, before a launch
+//   static constexpr bool kIsPlainCopy;  // the row is x's bytes unchanged
+//                                        // (kernels may then copy it to shared
+//                                        // memory without registers)
 //   template <int K, int VEC, class P> static __device__ void load(const P& p,
 //       int64_t row, int64_t col_base, int64_t n, int first_slot, int lane,
 //       int team, bool first_read, detail::RawSlot<Storage, VEC> (&v)[K]);
@@ -30,6 +33,7 @@ struct Plain {
   using Storage = X;
   struct Params {};
   static void prepare(Params&) {}
+  static constexpr bool kIsPlainCopy = true;
 
   template <int K, int VEC, class P>
   static NORMKIT_DEVICE void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
@@ -47,6 +51,7 @@ struct Plain {
 template <class X, class R>
 struct AddResidual {
   using Storage = R;
+  static constexpr bool kIsPlainCopy = false;
   struct Params {
     const R* residual = nullptr;
     R* residual_out = nullptr;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "../block/async_copy.cuh"
 #include "../block/block_reduce.cuh"
 #include "../block/cluster_reduce.cuh"
 #include "../block/reduce_ops.cuh"
@@ -55,7 +56,29 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
     RowStats st;
     if constexpr (STAGED) {
-      for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+      bool staged_async = false;
+      if constexpr (Problem::Input::kIsPlainCopy && detail::has_async_copy()) {
+        // Every full slot of this thread in flight at once, straight to shared
+        // memory; partial slots (the row's tail) go through registers.
+        if (p.x_access >= 16) {
+          staged_async = true;
+          const S* src = p.x + row * p.x_stride + col_base;
+          for (int s = 0; s < slots; ++s) {
+            const int64_t c = RowLoader<S, VEC>::column(s, lane, team);
+            const int valid = detail::slot_valid(n, c, VEC);
+            if (valid >= VEC) {
+              detail::async_copy_16(staged + c, src + c);
+            } else if (valid > 0) {
+              detail::RawSlot<S, VEC> raw;
+#pragma unroll
+              for (int i = 0; i < VEC; ++i) raw.v[i] = i < valid ? src[c + i] : detail::from_float<S>(0.f);
+              detail::write_staged_slot<S, VEC>(staged, c, valid, raw);
+            }
+          }
+          detail::async_copy_wait_all();
+        }
+      }
+      for (int s0 = 0; !staged_async && s0 < slots; s0 += UNROLL) {
         detail::RawSlot<S, VEC> v[UNROLL];
         Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, true, v);
 #pragma unroll

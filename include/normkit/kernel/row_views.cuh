@@ -25,27 +25,6 @@ NORMKIT_DEVICE void slot_to_float(const RawSlot<S, VEC>& raw, float (&v)[VEC]) {
   for (int i = 0; i < VEC; ++i) v[i] = to_float(raw.v[i]);
 }
 
-/// K slots held in registers (row-per-warp and row-per-block kernels).
-template <class S, int K, int VEC>
-struct RegisterView {
-  static constexpr int kVec = VEC;
-  static constexpr bool kResident = true;
-  const RawSlot<S, VEC> (&raw)[K];
-  int64_t n;
-  int lane;
-  int team;
-
-  template <class F>
-  NORMKIT_DEVICE void for_each_slot(F&& f) const {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      float v[VEC];
-      slot_to_float(raw[k], v);
-      f(v, slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC));
-    }
-  }
-};
-
 /// Writes one slot (its first `valid` elements) of a chunk staged in shared memory.
 template <class S, int VEC>
 NORMKIT_DEVICE void write_staged_slot(S* chunk, int64_t col, int valid, const RawSlot<S, VEC>& raw) {
@@ -131,4 +110,28 @@ struct StreamView {
 };
 
 }  // namespace detail
+
+/// A thread's K slots of a row held in registers as raw S (the layout of
+/// RowLoader), seen by a statistics policy. Public: custom kernels build one
+/// over what RowLoader::load_raw gave them.
+template <class S, int K, int VEC>
+struct RegisterView {
+  static constexpr int kVec = VEC;
+  static constexpr bool kResident = true;
+  const detail::RawSlot<S, VEC> (&raw)[K];
+  int64_t n;
+  int lane;
+  int team;
+
+  template <class F>
+  NORMKIT_DEVICE void for_each_slot(F&& f) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float v[VEC];
+      detail::slot_to_float(raw[k], v);
+      f(v, detail::slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC));
+    }
+  }
+};
+
 NORMKIT_NAMESPACE_END

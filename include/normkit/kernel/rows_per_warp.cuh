@@ -29,7 +29,7 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, in
   const int64_t n = active ? p.cols : 0;
   RawSlot<S, VEC> v[VECS];
   Problem::Input::template load<VECS, VEC>(p, r, 0, n, 0, lane, team, true, v);
-  const RegisterView<S, VECS, VEC> view{v, n, lane, team};
+  const normkit::RegisterView<S, VECS, VEC> view{v, n, lane, team};
   const RowStats st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
   const bool leader = active && lane == 0;
   if (leader) store_row_stats(p, r, st);
@@ -48,7 +48,7 @@ namespace kernel {
 inline constexpr int kRowsPerWarpThreads = 256;
 
 template <class Problem, int VECS>
-__global__ void __launch_bounds__(kRowsPerWarpThreads, 3)
+__global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
     rows_per_warp(const __grid_constant__ typename Problem::Params p, int group) {
   const int lane = threadIdx.x & (group - 1);
   const int rows_per_cta = blockDim.x / group;

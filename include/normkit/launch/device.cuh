@@ -89,8 +89,15 @@ inline Status kernel_occupancy(const void* func, int device, int threads, size_t
   }
   cudaFuncAttributes attr;
   cudaError_t err = cudaFuncGetAttributes(&attr, func);
-  if (err == cudaSuccess && smem > 48 * 1024) {
-    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err == cudaSuccess && smem > 0) {
+    // Opt in to the largest dynamic size this kernel can have on this device, so
+    // that a later, larger launch of the same kernel never finds a smaller limit.
+    int optin = 0;
+    err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    const int limit = optin - static_cast<int>(attr.sharedSizeBytes);
+    if (err == cudaSuccess && attr.maxDynamicSharedSizeBytes < limit) {
+      err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
+    }
   }
   int ctas = 0;
   if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, func, threads, smem);

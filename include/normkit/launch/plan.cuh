@@ -87,30 +87,31 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// Static shared memory the chunked kernel uses besides the staged chunk (reducers), with slack.
 inline constexpr size_t kChunkedStaticSmem = 2048;
 
+// Register shapes give each thread as many slots as they can (up to 4, 64
+// bytes of the row) and use as few threads per row as that allows: the
+// fixed per-thread registers are then spread over more of the row, so more
+// rows, and more loads, are in flight per multiprocessor.
 inline bool plan_rows_per_warp(const RowFormat& f, LaunchPlan* p) {
   const int max_vecs = PlanTuning::kMaxRegisterBytes / 16;
   const int64_t slots = ceil_div(f.cols, f.vec);
   if (slots > 32LL * max_vecs) return false;
+  const int group = next_pow2(ceil_div(slots, max_vecs));
   p->shape = Shape::kRowsPerWarp;
   p->threads = kernel::kRowsPerWarpThreads;
-  p->group = slots <= 4 ? 4 : (slots <= 32 ? next_pow2(slots) : 32);
-  p->vecs = next_pow2(ceil_div(slots, 32));
+  p->group = group < 4 ? 4 : group;
+  p->vecs = next_pow2(ceil_div(slots, p->group));
   return true;
 }
 
 inline bool plan_row_per_block(const RowFormat& f, LaunchPlan* p) {
   const int max_vecs = PlanTuning::kMaxRegisterBytes / 16;
   const int64_t slots = ceil_div(f.cols, f.vec);
-  for (int vecs = 1; vecs <= max_vecs; vecs *= 2) {
-    const int64_t threads = ceil_div(slots, vecs);
-    if (threads <= kernel::kRowPerBlockMaxThreads) {
-      p->shape = Shape::kRowPerBlock;
-      p->vecs = vecs;
-      p->threads = static_cast<int>(ceil_div(threads, 32) * 32);
-      return true;
-    }
-  }
-  return false;
+  const int64_t threads = ceil_div(ceil_div(slots, max_vecs), 32) * 32;
+  if (threads > kernel::kRowPerBlockMaxThreads) return false;
+  p->shape = Shape::kRowPerBlock;
+  p->vecs = max_vecs;
+  p->threads = static_cast<int>(threads);
+  return true;
 }
 
 inline void set_chunks(const RowFormat& f, int cluster, LaunchPlan* p) {

@@ -29,23 +29,24 @@ struct Region {
 };
 
 /// True if the two regions share a byte. Exact when both have the same byte
-/// stride (interleaved rows of one buffer are recognized as disjoint);
-/// otherwise any overlap of their spans counts.
+/// stride, or one of them is a single row (interleaved rows of one buffer are
+/// recognized as disjoint); otherwise any overlap of their spans counts.
 inline bool regions_overlap(const Region& a, const Region& b) {
   if (a.ptr == nullptr || b.ptr == nullptr || a.rows <= 0 || b.rows <= 0) return false;
   if (a.end() <= b.begin() || b.end() <= a.begin()) return false;
-  const int64_t s = a.stride_bytes();
-  if (s != b.stride_bytes() || a.rows == 1 || b.rows == 1) return true;
+  int64_t s = a.stride_bytes();
+  if (a.rows == 1) s = b.stride_bytes();
+  if (b.rows > 1 && a.rows > 1 && s != b.stride_bytes()) return true;
+  if (s <= 0) return true;
   // Row i of a is [i s, i s + La), row j of b is [d + j s, d + j s + Lb), relative to a.
   // They meet iff k s + d lies in (-Lb, La) for some k = j - i in (-rows_a, rows_b).
   const int64_t d = static_cast<int64_t>(b.begin() - a.begin());
   const int64_t la = a.row_bytes(), lb = b.row_bytes();
-  // Both row lengths are at most s, so at most two k qualify; start at the smallest.
   const int64_t num = -lb - d;
-  const int64_t fl = num >= 0 ? num / s : -((-num + s - 1) / s);  // floor(num / s)
-  for (int64_t k = fl + 1; k <= fl + 2; ++k) {
-    const int64_t off = k * s + d;
-    if (off < la && off > -lb && k > -a.rows && k < b.rows) return true;
+  const int64_t first = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;  // floor(num / s) + 1
+  for (int64_t k = first; k * s + d < la; ++k) {
+    if (k - first > 64) return true;  // rows far longer than the stride: be conservative
+    if (k > -a.rows && k < b.rows) return true;
   }
   return false;
 }

@@ -12,8 +12,6 @@ NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
 struct MeanSquare {
-  static constexpr bool kCentered = false;
-  static constexpr int kStreamingReads = 1;
 
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {

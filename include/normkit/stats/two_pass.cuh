@@ -24,9 +24,6 @@ NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
 struct TwoPass {
-  static constexpr bool kCentered = true;
-  /// Reads of the row a streaming kernel needs for the statistics.
-  static constexpr int kStreamingReads = 2;
 
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {

@@ -20,8 +20,6 @@ NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
 struct Welford {
-  static constexpr bool kCentered = true;
-  static constexpr int kStreamingReads = 1;
 
   /// Welford state of the first `valid` elements of a slot.
   template <int VEC>

@@ -1,0 +1,110 @@
+// bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h. Six instantiations
+// (two ops, three dtypes), chosen at run time by the dtype code.
+#include "normkit_capi.h"
+
+#include <cuda_runtime.h>
+#include <normkit/layer_norm.cuh>
+#include <normkit/rms_norm.cuh>
+
+namespace {
+
+using normkit::Status;
+
+/// Calls f with a value of the element type named by `dtype`.
+template <class F>
+Status with_dtype(int dtype, F&& f) {
+  switch (dtype) {
+    case NORMKIT_CAPI_FP32: return f(float{});
+    case NORMKIT_CAPI_FP16: return f(normkit::half{});
+    case NORMKIT_CAPI_BF16: return f(normkit::bfloat16{});
+    default: return Status::kErrorUnsupportedType;
+  }
+}
+
+template <class T>
+normkit::LayerNormArgs<T> layer_norm_args(const void* x, void* y, const void* weight, const void* bias, float* mean,
+                                          float* rstd, int64_t rows, int64_t cols, float eps) {
+  normkit::LayerNormArgs<T> a;
+  a.x = static_cast<const T*>(x);
+  a.y = static_cast<T*>(y);
+  a.weight = static_cast<const T*>(weight);
+  a.bias = static_cast<const T*>(bias);
+  a.mean = mean;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
+template <class T>
+normkit::RmsNormArgs<T> rms_norm_args(const void* x, void* y, const void* weight, float* rstd, int64_t rows,
+                                      int64_t cols, float eps) {
+  normkit::RmsNormArgs<T> a;
+  a.x = static_cast<const T*>(x);
+  a.y = static_cast<T*>(y);
+  a.weight = static_cast<const T*>(weight);
+  a.rstd = rstd;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
+/// Planning needs no buffers when M = 0, a valid call; the shape depends on N only.
+template <class Plan>
+int shape_of(int dtype, Plan&& plan, const char** shape_name) {
+  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
+  normkit::LaunchPlan p;
+  const Status s = with_dtype(dtype, [&](auto tag) { return plan(tag, &p); });
+  if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
+  return static_cast<int>(s);
+}
+
+}  // namespace
+
+extern "C" {
+
+int normkit_layer_norm_fwd(int dtype, const void* x, void* y, const void* weight, const void* bias, float* mean,
+                           float* rstd, int64_t rows, int64_t cols, float eps, void* stream) {
+  return static_cast<int>(with_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return normkit::layer_norm_forward(layer_norm_args<T>(x, y, weight, bias, mean, rstd, rows, cols, eps),
+                                       static_cast<cudaStream_t>(stream));
+  }));
+}
+
+int normkit_rms_norm_fwd(int dtype, const void* x, void* y, const void* weight, float* rstd, int64_t rows,
+                         int64_t cols, float eps, void* stream) {
+  return static_cast<int>(with_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return normkit::rms_norm_forward(rms_norm_args<T>(x, y, weight, rstd, rows, cols, eps),
+                                     static_cast<cudaStream_t>(stream));
+  }));
+}
+
+int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name) {
+  return shape_of(
+      dtype,
+      [cols](auto tag, normkit::LaunchPlan* p) {
+        using T = decltype(tag);
+        return normkit::layer_norm_plan(layer_norm_args<T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0,
+                                                           cols, 1e-5f),
+                                        p);
+      },
+      shape_name);
+}
+
+int normkit_rms_norm_shape(int dtype, int64_t cols, const char** shape_name) {
+  return shape_of(
+      dtype,
+      [cols](auto tag, normkit::LaunchPlan* p) {
+        using T = decltype(tag);
+        return normkit::rms_norm_plan(rms_norm_args<T>(nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), p);
+      },
+      shape_name);
+}
+
+const char* normkit_status_string(int status) { return normkit::status_string(static_cast<Status>(status)); }
+
+}  // extern "C"

@@ -1,0 +1,49 @@
+/* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
+ * forward, for callers outside C++ (bench/compare_pytorch.py loads it with
+ * ctypes). x, y, weight and bias share one dtype; mean and rstd are fp32
+ * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
+ * cudaStream_t (NULL: the legacy default stream). Every function returns a
+ * normkit::Status value (0 = success); none synchronizes. */
+#ifndef NORMKIT_CAPI_H
+#define NORMKIT_CAPI_H
+
+#include <stdint.h>
+
+#if defined(NORMKIT_CAPI_BUILDING)
+#define NORMKIT_CAPI_EXPORT __attribute__((visibility("default")))
+#else
+#define NORMKIT_CAPI_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dtype codes */
+enum { NORMKIT_CAPI_FP32 = 0, NORMKIT_CAPI_FP16 = 1, NORMKIT_CAPI_BF16 = 2 };
+
+/* y = (x - mean) * rstd * weight + bias over each row of [rows, cols].
+ * weight, bias, mean and rstd may be NULL (weight 1, bias 0, statistics not stored). */
+NORMKIT_CAPI_EXPORT int normkit_layer_norm_fwd(int dtype, const void* x, void* y, const void* weight,
+                                               const void* bias, float* mean, float* rstd, int64_t rows,
+                                               int64_t cols, float eps, void* stream);
+
+/* y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps). weight and rstd may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_fwd(int dtype, const void* x, void* y, const void* weight, float* rstd,
+                                             int64_t rows, int64_t cols, float eps, void* stream);
+
+/* The kernel shape ("rows_per_warp", "row_per_block", "row_in_smem",
+ * "row_in_cluster", "streaming") the forward call would use for rows of
+ * `cols` on the current device; the shape never depends on the number of
+ * rows. Stores a static string in *shape_name on success. */
+NORMKIT_CAPI_EXPORT int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
+
+/* A short English description of a status value. */
+NORMKIT_CAPI_EXPORT const char* normkit_status_string(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NORMKIT_CAPI_H */

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""Compare normkit's LayerNorm / RMSNorm forward with PyTorch eager, torch.compile and a Triton row kernel.
+
+    cmake -S . -B build -DNORMKIT_BUILD_CAPI=ON && cmake --build build --target normkit_capi
+    python3 bench/compare_pytorch.py --lib build/bench/libnormkit_capi.so --out compare.json
+
+All peers run on the same tensors: x uniform in [-1, 3) (mean 1, as in normkit_bench), weight in
+[0.5, 1.5), bias in [-0.5, 0.5). Large batches: x about 512 MiB, the median of
+triton.testing.do_bench (which clears the L2 cache before every call). Small batches: a CUDA graph of
+back-to-back calls per peer, replayed, time divided by the call count. Every peer's output is checked
+against eager within the dtype's tolerance; normkit's mean / rstd against an fp32 reference.
+
+Bytes for TB/s: x read, y written, weight (and bias) read once, the same count for every peer, so TB/s
+ratios are time ratios. normkit and Triton write no mean / rstd here (the inference call); eager's
+kernel writes them anyway (8 bytes per row), torch.compile's does not.
+"""
+
+import argparse
+import ctypes
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6}  # PyTorch's defaults
+# |peer - eager| <= atol + rtol * |eager|: one or two rounding steps of the output type.
+TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
+STATS_TOLERANCE = (1e-4, 1e-5)  # fp32 mean / rstd: (rtol, atol)
+TRITON_MAX_BLOCK = 65536
+DEFAULT_NS = [256, 1024, 4096, 8192, 16384, 32768, 65536, 131072]
+QUICK_NS = [1024, 8192, 65536]
+SMALL_N = 8192
+SMALL_MS = [1, 32, 128]
+GRAPH_CALLS = 100
+GRAPH_SAMPLES = 20
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- normkit through its C ABI
+
+
+class Normkit:
+    """libnormkit_capi.so (bench/capi/normkit_capi.h) through ctypes, on PyTorch's current stream."""
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        p, i64, f32, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_int
+        lib.normkit_layer_norm_fwd.argtypes = [i32, p, p, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_rms_norm_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_layer_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_status_string.argtypes = [i32]
+        lib.normkit_status_string.restype = ctypes.c_char_p
+        for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_layer_norm_shape", "normkit_rms_norm_shape"):
+            getattr(lib, f).restype = i32
+        self._lib = lib
+
+    def _check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"normkit {what}: {self._lib.normkit_status_string(rc).decode()}")
+
+    @staticmethod
+    def _ptr(t):
+        return None if t is None else t.data_ptr()
+
+    def forward(self, op, x, w, b, y, eps, mean=None, rstd=None):
+        assert x.is_contiguous() and y.is_contiguous()
+        m, n = x.shape
+        stream = torch.cuda.current_stream().cuda_stream
+        code = DTYPE_CODES[x.dtype]
+        if op == "layer_norm":
+            rc = self._lib.normkit_layer_norm_fwd(code, x.data_ptr(), y.data_ptr(), self._ptr(w), self._ptr(b),
+                                                  self._ptr(mean), self._ptr(rstd), m, n, eps, stream)
+        else:
+            rc = self._lib.normkit_rms_norm_fwd(code, x.data_ptr(), y.data_ptr(), self._ptr(w), self._ptr(rstd),
+                                                m, n, eps, stream)
+        self._check(rc, op)
+        return y
+
+    def shape(self, op, dtype, n):
+        name = ctypes.c_char_p()
+        fn = self._lib.normkit_layer_norm_shape if op == "layer_norm" else self._lib.normkit_rms_norm_shape
+        self._check(fn(DTYPE_CODES[dtype], n, ctypes.byref(name)), f"{op} shape")
+        return name.value.decode()
+
+
+# ---------------------------------------------------------------- Triton: one program per row, the row in registers
+
+
+@triton.jit
+def _layer_norm_row(X, Y, W, B, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    d = tl.where(mask, x - mean, 0.0)
+    rstd = tl.rsqrt(tl.sum(d * d, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * N + cols, (d * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rms_norm_row(X, Y, W, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * N + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+
+
+def triton_block(n):
+    return triton.next_power_of_2(n)
+
+
+def triton_forward(op, x, w, b, y, eps):
+    m, n = x.shape
+    block = triton_block(n)
+    warps = min(max(block // 256, 1), 8)
+    if op == "layer_norm":
+        _layer_norm_row[(m,)](x, y, w, b, n, eps, BLOCK_N=block, num_warps=warps)
+    else:
+        _rms_norm_row[(m,)](x, y, w, n, eps, BLOCK_N=block, num_warps=warps)
+    return y
+
+
+# ---------------------------------------------------------------- the peers
+
+
+def eager_forward(op, x, w, b, eps):
+    n = x.shape[-1]
+    return F.layer_norm(x, (n,), w, b, eps) if op == "layer_norm" else F.rms_norm(x, (n,), w, eps)
+
+
+def compiled_forward(op, n, eps):
+    """A fresh torch.compile of the eager call for one static shape. The caller compiles it by calling it
+    once, outside any timing. dynamo is reset first, so earlier shapes count against no recompile limit."""
+    torch._dynamo.reset()
+    if op == "layer_norm":
+        return torch.compile(lambda x, w, b: F.layer_norm(x, (n,), w, b, eps), dynamic=False)
+    return torch.compile(lambda x, w: F.rms_norm(x, (n,), w, eps), dynamic=False)
+
+
+def make_peers(op, lib, x, w, b, eps, with_compile):
+    """name -> a call returning the output, every peer on the same x, w, b. Compiles outside any timing."""
+    y_nk, y_tr = torch.empty_like(x), torch.empty_like(x)
+    peers = {
+        "normkit": lambda: lib.forward(op, x, w, b, y_nk, eps),
+        "eager": lambda: eager_forward(op, x, w, b, eps),
+    }
+    if with_compile:
+        fn = compiled_forward(op, x.shape[-1], eps)
+        peers["compile"] = (lambda: fn(x, w, b)) if op == "layer_norm" else (lambda: fn(x, w))
+        t0 = time.time()
+        peers["compile"]()
+        torch.cuda.synchronize()
+        log(f"    torch.compile took {time.time() - t0:.1f} s")
+    if triton_block(x.shape[-1]) <= TRITON_MAX_BLOCK:
+        peers["triton"] = lambda: triton_forward(op, x, w, b, y_tr, eps)
+    return peers
+
+
+def make_inputs(op, dtype, m, n):
+    x = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 3.0)
+    w = torch.empty(n, device="cuda", dtype=dtype).uniform_(0.5, 1.5)
+    b = torch.empty(n, device="cuda", dtype=dtype).uniform_(-0.5, 0.5) if op == "layer_norm" else None
+    return x, w, b
+
+
+def bytes_moved(x, w, b):
+    per = x.element_size()
+    return 2 * x.numel() * per + w.numel() * per + (0 if b is None else b.numel() * per)
+
+
+# ---------------------------------------------------------------- checks
+
+
+def max_violation(out, ref, rtol, atol):
+    """max |out - ref| / (atol + rtol |ref|): <= 1 passes. Also the max absolute error."""
+    diff = (out.float() - ref.float()).abs()
+    bound = atol + rtol * ref.float().abs()
+    return (diff / bound).max().item(), diff.max().item()
+
+
+def check_outputs(op, lib, x, w, b, eps, peers):
+    """name -> {'ok', 'max_abs_err'} for every peer against eager, plus normkit's statistics."""
+    rtol, atol = TOLERANCE[x.dtype]
+    ref = eager_forward(op, x, w, b, eps)
+    result = {}
+    for name, fn in peers.items():
+        if name == "eager":
+            continue
+        v, err = max_violation(fn(), ref, rtol, atol)
+        result[name] = {"ok": v <= 1.0, "max_abs_err": err}
+    del ref
+    # normkit's mean and rstd against fp32 statistics of the same x.
+    m, n = x.shape
+    mean, rstd = torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
+    lib.forward(op, x, w, b, torch.empty_like(x), eps, mean=mean if op == "layer_norm" else None, rstd=rstd)
+    xf = x.float()
+    if op == "layer_norm":
+        ref_mean = xf.mean(dim=-1)
+        ref_rstd = torch.rsqrt(xf.var(dim=-1, unbiased=False) + eps)
+        stats_ok = max_violation(mean, ref_mean, *STATS_TOLERANCE)[0] <= 1.0
+    else:
+        ref_rstd = torch.rsqrt(xf.square().mean(dim=-1) + eps)
+        stats_ok = True
+    stats_ok = stats_ok and max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0
+    result["normkit_stats"] = {"ok": stats_ok}
+    return result
+
+
+# ---------------------------------------------------------------- timing
+
+
+def time_flushed_us(fn, quick):
+    """Median microseconds per call; do_bench clears the L2 cache before each call."""
+    warmup, rep = (10, 40) if quick else (25, 100)
+    return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median") * 1e3
+
+
+def time_graph_us(fn, calls=GRAPH_CALLS, samples=GRAPH_SAMPLES):
+    """Median microseconds per call over replays of a CUDA graph of `calls` back-to-back calls."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up off the default stream, as torch.cuda.graph asks
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    for s, e in zip(starts, ends):
+        s.record()
+        graph.replay()
+        e.record()
+    torch.cuda.synchronize()
+    ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    del graph
+    return ms * 1e3 / calls
+
+
+# ---------------------------------------------------------------- the runs
+
+
+def run_case(op, dtype_name, m, n, lib, args, timer):
+    dtype = DTYPES[dtype_name]
+    eps = EPS[op]
+    x, w, b = make_inputs(op, dtype, m, n)
+    peers = make_peers(op, lib, x, w, b, eps, not args.no_compile)
+    checks = check_outputs(op, lib, x, w, b, eps, peers)
+    times = {name: timer(fn) for name, fn in peers.items()}
+    nbytes = bytes_moved(x, w, b)
+    rec = {
+        "op": op, "dtype": dtype_name, "N": n, "M": m, "shape": lib.shape(op, dtype, n), "bytes": nbytes,
+        "time_us": times,
+        "TBps": {k: nbytes / (t * 1e-6) * 1e-12 for k, t in times.items()},
+        "normkit_speedup": {k: t / times["normkit"] for k, t in times.items() if k != "normkit"},
+        "checks": checks,
+    }
+    del peers, x, w, b
+    torch.cuda.empty_cache()
+    return rec
+
+
+PEER_ORDER = ["normkit", "eager", "compile", "triton"]
+
+
+def print_table(title, records, show_tbps):
+    print(f"\n{title}")
+    peers = [p for p in PEER_ORDER if any(p in r["time_us"] for r in records)]
+    head = f"{'op':<11}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<15}"
+    for p in peers:
+        head += f"{p + ' us':>13}" + (f"{'TB/s':>7}" if show_tbps else "") + ("" if p == "normkit" else f"{'nk x':>7}")
+    print(head + "  check")
+    for r in records:
+        line = f"{r['op']:<11}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<15}"
+        for p in peers:
+            if p not in r["time_us"]:
+                line += " " * (13 + (7 if show_tbps else 0) + (0 if p == "normkit" else 7))
+                continue
+            line += f"{r['time_us'][p]:>13.2f}" + (f"{r['TBps'][p]:>7.2f}" if show_tbps else "")
+            if p != "normkit":
+                line += f"{r['normkit_speedup'][p]:>7.2f}"
+        bad = [k for k, c in r["checks"].items() if not c["ok"]]
+        print(line + "  " + ("ok" if not bad else "MISMATCH: " + ",".join(bad)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", default="build/bench/libnormkit_capi.so", help="path of libnormkit_capi.so")
+    ap.add_argument("--ops", default="layer_norm,rms_norm")
+    ap.add_argument("--dtypes", default="bf16,fp32", help="comma-separated: fp32, fp16, bf16")
+    ap.add_argument("--ns", help="comma-separated row lengths (default: %s)" % ",".join(map(str, DEFAULT_NS)))
+    ap.add_argument("--mib", type=int, default=512, help="size of x in MiB for the large batches (default: 512)")
+    ap.add_argument("--quick", action="store_true", help=f"bf16 only, N in {QUICK_NS}, shorter timing")
+    ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out (it compiles every shape)")
+    ap.add_argument("--no-small", action="store_true", help="leave the small-batch CUDA-graph runs out")
+    ap.add_argument("--out", help="write the results as JSON here")
+    args = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        sys.exit("compare_pytorch.py: no CUDA device visible to PyTorch")
+    lib = Normkit(args.lib)
+    ops = args.ops.split(",")
+    dtypes = ["bf16"] if args.quick else args.dtypes.split(",")
+    ns = [int(v) for v in args.ns.split(",")] if args.ns else (QUICK_NS if args.quick else DEFAULT_NS)
+    torch.manual_seed(0)
+    t_start = time.time()
+
+    large = []
+    for op in ops:
+        for dtype_name in dtypes:
+            for n in ns:
+                m = max(1, args.mib * 2**20 // (n * DTYPES[dtype_name].itemsize))
+                log(f"  {op} {dtype_name} N={n} M={m}")
+                large.append(run_case(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick)))
+    small = []
+    if not args.no_small:
+        for op in ops:
+            for m in SMALL_MS[::2] if args.quick else SMALL_MS:
+                log(f"  {op} bf16 N={SMALL_N} M={m} (CUDA graph)")
+                small.append(run_case(op, "bf16", m, SMALL_N, lib, args, time_graph_us))
+
+    gpu = torch.cuda.get_device_name()
+    print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}")
+    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time; nk x: peer time / normkit time")
+    print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)
+    if small:
+        print_table(f"small batches (CUDA graph of {GRAPH_CALLS} calls, per call, no flush)", small, show_tbps=False)
+    log(f"total {time.time() - t_start:.0f} s")
+
+    if args.out:
+        meta = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__, "mib": args.mib,
+                "graph_calls": GRAPH_CALLS, "graph_samples": GRAPH_SAMPLES}
+        with open(args.out, "w") as f:
+            json.dump({"meta": meta, "large": large, "small_batch": small}, f, indent=1)
+    if any(not c["ok"] for r in large + small for c in r["checks"].values()):
+        sys.exit("compare_pytorch.py: some outputs disagree with eager (see 'check')")
+
+
+if __name__ == "__main__":
+    main()

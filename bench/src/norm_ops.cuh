@@ -1,0 +1,79 @@
+// bench/src/norm_ops.cuh: the Bench structs (see make_op_spec) for normkit's
+// LayerNorm and RMSNorm forward, x, y, weight and bias all of type T, with the
+// per-row statistics written. Only the translation units under ops/ include
+// this file, so each kernel instantiation is compiled once.
+#pragma once
+
+#include <normkit/layer_norm.cuh>
+#include <normkit/rms_norm.cuh>
+
+#include <cstdint>
+
+#include "op_registry.hpp"
+
+namespace nkbench {
+
+// x is uniform in [-1, 3): mean 1, not 0, so LayerNorm's centering has work
+// to do and a kernel that skipped or botched it could not look right.
+inline constexpr float kInputLo = -1.0f;
+inline constexpr float kInputHi = 3.0f;
+
+template <class T>
+struct LayerNormBench {
+  static constexpr const char* kName = "layer_norm";
+  using X = T;
+  using Args = normkit::LayerNormArgs<T>;
+
+  /// x read and y written once, weight and bias read once, mean and rstd (fp32) written.
+  static int64_t bytes_moved(int64_t rows, int64_t cols) {
+    return 2 * rows * cols * int64_t(sizeof(T)) + 2 * cols * int64_t(sizeof(T)) + 2 * rows * int64_t(sizeof(float));
+  }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a;
+    a.x = mem.random<T>(rows * cols, kInputLo, kInputHi);
+    a.y = mem.alloc<T>(rows * cols);
+    a.weight = mem.random<T>(cols, 0.5f, 1.5f);
+    a.bias = mem.random<T>(cols, -0.5f, 0.5f);
+    a.mean = mem.alloc<float>(rows);
+    a.rstd = mem.alloc<float>(rows);
+    a.rows = rows;
+    a.cols = cols;
+    return a;
+  }
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return normkit::layer_norm_forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return normkit::layer_norm_plan(a, p, o);
+  }
+};
+
+template <class T>
+struct RmsNormBench {
+  static constexpr const char* kName = "rms_norm";
+  using X = T;
+  using Args = normkit::RmsNormArgs<T>;
+
+  /// x read and y written once, weight read once, rstd (fp32) written.
+  static int64_t bytes_moved(int64_t rows, int64_t cols) {
+    return 2 * rows * cols * int64_t(sizeof(T)) + cols * int64_t(sizeof(T)) + rows * int64_t(sizeof(float));
+  }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a;
+    a.x = mem.random<T>(rows * cols, kInputLo, kInputHi);
+    a.y = mem.alloc<T>(rows * cols);
+    a.weight = mem.random<T>(cols, 0.5f, 1.5f);
+    a.rstd = mem.alloc<float>(rows);
+    a.rows = rows;
+    a.cols = cols;
+    return a;
+  }
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return normkit::rms_norm_forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return normkit::rms_norm_plan(a, p, o);
+  }
+};
+
+}  // namespace nkbench

@@ -1,0 +1,101 @@
+// bench/src/op_registry.hpp: the ops the benchmarks time. An op is a
+// normkit entry point at one dtype, described by an OpSpec: how many bytes a
+// call must move, how to plan it, and how to set up device buffers and a
+// launch. Adding an op (a fused variant, say) is one "Bench" struct (see
+// norm_ops.cuh) and a one-line translation unit under ops/ that registers
+// make_op_spec<ThatBench>().
+#pragma once
+
+#include <cuda_runtime.h>
+#include <normkit/launch/launcher.cuh>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "dtype.hpp"
+#include "fill.hpp"
+#include "gpu.hpp"
+
+namespace nkbench {
+
+/// The device buffers of one op instance. Random data is made on the
+/// benchmark stream, so it is ready before anything timed on that stream.
+class OpMemory {
+ public:
+  template <class T>
+  T* alloc(int64_t count) {
+    buffers_.push_back(device_alloc(static_cast<size_t>(count) * sizeof(T)));
+    return static_cast<T*>(buffers_.back().get());
+  }
+  /// `count` values uniform in [lo, hi); each buffer gets its own seed.
+  template <class T>
+  T* random(int64_t count, float lo, float hi) {
+    T* p = alloc<T>(count);
+    fill_uniform(p, dtype_of<T>(), count, lo, hi, next_seed_++, gpu().stream);
+    return p;
+  }
+
+ private:
+  std::vector<DeviceBuffer> buffers_;
+  uint64_t next_seed_ = 1;
+};
+
+using ForwardFn = std::function<normkit::Status(cudaStream_t, const normkit::LaunchOptions&)>;
+
+/// An op ready to launch: its buffers and the call on them.
+struct OpInstance {
+  OpMemory memory;
+  ForwardFn forward;
+};
+
+struct OpSpec {
+  std::string name;  ///< e.g. "layer_norm": the benchmark names' second part
+  DType dtype;       ///< of x: names the benchmark and sizes the sweep's M
+  /// Bytes a call on [rows, cols] must move at least: each input read once, each output written once.
+  std::function<int64_t(int64_t rows, int64_t cols)> bytes_moved;
+  /// The launch plan for rows of `cols` (normkit's plan never depends on M).
+  std::function<normkit::Status(int64_t cols, const normkit::LaunchOptions&, normkit::LaunchPlan*)> plan;
+  /// Allocates and fills [rows, cols] inputs and outputs on the device.
+  std::function<OpInstance(int64_t rows, int64_t cols)> setup;
+};
+
+/// Adds an op; returns true so a translation unit can register from a static initializer.
+bool register_op(OpSpec spec);
+
+/// Every registered op, ordered by name, then dtype.
+std::vector<const OpSpec*> registered_ops();
+
+/// An OpSpec from a Bench struct providing:
+///   static constexpr const char* kName;
+///   using X = ...;     // element type of x
+///   using Args = ...;  // a normkit argument struct with a `cols` field
+///   static int64_t bytes_moved(int64_t rows, int64_t cols);
+///   static Args make_args(OpMemory&, int64_t rows, int64_t cols);
+///   static normkit::Status forward(const Args&, cudaStream_t, const normkit::LaunchOptions&);
+///   static normkit::Status plan(const Args&, normkit::LaunchPlan*, const normkit::LaunchOptions&);
+template <class Bench>
+OpSpec make_op_spec() {
+  OpSpec s;
+  s.name = Bench::kName;
+  s.dtype = dtype_of<typename Bench::X>();
+  s.bytes_moved = &Bench::bytes_moved;
+  s.plan = [](int64_t cols, const normkit::LaunchOptions& opts, normkit::LaunchPlan* plan) {
+    typename Bench::Args a{};  // M = 0 and no buffers: a valid call, so it can be planned
+    a.cols = cols;
+    return Bench::plan(a, plan, opts);
+  };
+  s.setup = [](int64_t rows, int64_t cols) {
+    OpInstance inst;
+    const typename Bench::Args args = Bench::make_args(inst.memory, rows, cols);
+    inst.forward = [args](cudaStream_t stream, const normkit::LaunchOptions& opts) {
+      return Bench::forward(args, stream, opts);
+    };
+    return inst;
+  };
+  return s;
+}
+
+}  // namespace nkbench

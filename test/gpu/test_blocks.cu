@@ -1,0 +1,371 @@
+// Unit tests of each building block on the GPU, each used on its own in a
+// small test kernel: RowLoader, WarpAllReduce, BlockAllReduce (both
+// algorithms), ClusterAllReduce, the statistics policies and the epilogues.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <normkit/block/block_reduce.cuh>
+#include <normkit/block/cluster_reduce.cuh>
+#include <normkit/block/row_loader.cuh>
+#include <normkit/block/warp_reduce.cuh>
+#include <normkit/epilogue/affine.cuh>
+#include <normkit/kernel/row_views.cuh>
+#include <normkit/stats/mean_square.cuh>
+#include <normkit/stats/two_pass.cuh>
+#include <normkit/stats/welford.cuh>
+
+#include "test_support.h"
+
+namespace {
+
+using nktest::DeviceBuffer;
+
+// ---------------------------------------------------------------- RowLoader
+constexpr int kLoaderK = 3;
+
+template <class T, int VEC>
+__global__ void loader_kernel(const T* src, int64_t n, int access, float fill, float* loaded, T* dst,
+                              int dst_access) {
+  float v[kLoaderK][VEC];
+  normkit::RowLoader<T, VEC>::template load<kLoaderK>(src, n, 0, threadIdx.x, blockDim.x, access, fill, v);
+  for (int k = 0; k < kLoaderK; ++k)
+    for (int i = 0; i < VEC; ++i) loaded[(threadIdx.x * kLoaderK + k) * VEC + i] = v[k][i];
+  normkit::RowLoader<T, VEC>::template store<kLoaderK>(dst, n, 0, threadIdx.x, blockDim.x, dst_access, v);
+}
+
+template <class T, nktest::DType DT>
+void check_loader(int misalign) {
+  constexpr int VEC = 16 / sizeof(T);
+  const int team = 32;
+  const int64_t cap = int64_t{team} * kLoaderK * VEC;
+  const uint64_t seed = nktest::fresh_seed();
+  nktest::Rng rng(seed);
+  for (int64_t n : {int64_t{1}, int64_t{VEC - 1}, int64_t{VEC}, int64_t{VEC + 3}, cap / 2 + 1, cap - 1, cap}) {
+    const size_t bytes = (cap + 64) * sizeof(T);
+    std::vector<unsigned char> host(bytes);
+    for (size_t i = 0; i < bytes / sizeof(T); ++i) nktest::store_as(DT, 3.0 + rng.normal(), &host[i * sizeof(T)]);
+    DeviceBuffer src(bytes), dst(bytes), loaded(cap * sizeof(float));
+    ASSERT_EQ(cudaMemcpy(src.data(), host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dst.data(), 0xFF, bytes), cudaSuccess);
+    const T* s = reinterpret_cast<const T*>(src.data()) + misalign;
+    T* d = reinterpret_cast<T*>(dst.data()) + misalign;
+    const int access = normkit::access_bytes_for(s, 0, sizeof(T), 16);
+    const int dst_access = normkit::access_bytes_for(d, 0, sizeof(T), 16);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(s) % access, 0u);
+    if (misalign == 0) EXPECT_EQ(access, 16);
+    loader_kernel<T, VEC><<<1, team>>>(s, n, access, -7.f, reinterpret_cast<float*>(loaded.data()), d, dst_access);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> got(cap);
+    std::vector<unsigned char> back(bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), loaded.data(), cap * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(back.data(), dst.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int lane = 0; lane < team; ++lane) {
+      for (int k = 0; k < kLoaderK; ++k) {
+        for (int i = 0; i < VEC; ++i) {
+          const int64_t col = (int64_t{k} * team + lane) * VEC + i;
+          const float want = col < n ? static_cast<float>(nktest::load_as(DT, &host[(misalign + col) * sizeof(T)])) : -7.f;
+          ASSERT_EQ(got[(lane * kLoaderK + k) * VEC + i], want) << "n=" << n << " col=" << col << " misalign=" << misalign;
+        }
+      }
+    }
+    for (size_t i = 0; i < bytes / sizeof(T); ++i) {
+      const int64_t col = static_cast<int64_t>(i) - misalign;
+      const bool written = col >= 0 && col < n;
+      const unsigned char* b = &back[i * sizeof(T)];
+      if (written) {
+        ASSERT_EQ(std::memcmp(b, &host[i * sizeof(T)], sizeof(T)), 0) << "store lost element " << col;
+      } else {
+        for (size_t j = 0; j < sizeof(T); ++j) ASSERT_EQ(b[j], 0xFF) << "store wrote outside [0, n): " << col;
+      }
+    }
+  }
+}
+
+TEST(RowLoader, FullVectorsNarrowerFallbacksAndMaskedTails) {
+  NK_REQUIRE_GPU();
+  for (int mis : {0, 1, 2, 3, 4, 7}) check_loader<normkit::bfloat16, nktest::DType::kBF16>(mis);
+  for (int mis : {0, 1, 2, 3}) check_loader<float, nktest::DType::kF32>(mis);
+  for (int mis : {0, 2, 5}) check_loader<normkit::half, nktest::DType::kF16>(mis);
+}
+
+TEST(RowLoader, AccessWidthFollowsPointerAndStride) {
+  // Host-side rule, used by every launcher.
+  alignas(16) static char buf[64];
+  EXPECT_EQ(normkit::access_bytes_for(buf, 1024, 2, 16), 16);
+  EXPECT_EQ(normkit::access_bytes_for(buf, 1025, 2, 16), 2);
+  EXPECT_EQ(normkit::access_bytes_for(buf, 1026, 2, 16), 4);
+  EXPECT_EQ(normkit::access_bytes_for(buf + 8, 1024, 2, 16), 8);
+  EXPECT_EQ(normkit::access_bytes_for(buf + 4, 1024, 4, 16), 4);
+  EXPECT_EQ(normkit::access_bytes_for(buf, 4099, 4, 16), 4);
+}
+
+// ------------------------------------------------------------ WarpAllReduce
+__global__ void warp_reduce_kernel(const float* in, int group, float* sums, normkit::SumPair* pairs,
+                                   normkit::WelfordState* welford) {
+  const float v = in[threadIdx.x];
+  sums[threadIdx.x] = normkit::WarpAllReduce<32>::all_reduce(v, normkit::Sum{}, group);
+  pairs[threadIdx.x] = normkit::WarpAllReduce<32>::all_reduce(normkit::SumPair{v, v * v}, normkit::Sum{}, group);
+  welford[threadIdx.x] =
+      normkit::WarpAllReduce<32>::all_reduce(normkit::WelfordState{1.f, v, 0.f}, normkit::WelfordMerge{}, group);
+}
+
+TEST(WarpAllReduce, GroupsOf1To32SumsPairsAndWelford) {
+  NK_REQUIRE_GPU();
+  nktest::Rng rng(nktest::fresh_seed());
+  std::vector<float> in(32);
+  for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 200) - 50);  // integers: sums are exact
+  DeviceBuffer din(128), dsum(128), dpair(256), dwel(32 * 12);
+  ASSERT_EQ(cudaMemcpy(din.data(), in.data(), 128, cudaMemcpyHostToDevice), cudaSuccess);
+  for (int group : {1, 2, 4, 8, 16, 32}) {
+    warp_reduce_kernel<<<1, 32>>>(reinterpret_cast<float*>(din.data()), group, reinterpret_cast<float*>(dsum.data()),
+                                  reinterpret_cast<normkit::SumPair*>(dpair.data()),
+                                  reinterpret_cast<normkit::WelfordState*>(dwel.data()));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> sums(32);
+    std::vector<normkit::SumPair> pairs(32);
+    std::vector<normkit::WelfordState> wel(32);
+    ASSERT_EQ(cudaMemcpy(sums.data(), dsum.data(), 128, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(pairs.data(), dpair.data(), 256, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(wel.data(), dwel.data(), 32 * 12, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int lane = 0; lane < 32; ++lane) {
+      const int first = lane / group * group;
+      double s = 0, s2 = 0;
+      for (int i = first; i < first + group; ++i) {
+        s += in[i];
+        s2 += double(in[i]) * in[i];
+      }
+      const double mean = s / group, var = s2 / group - mean * mean;
+      EXPECT_EQ(sums[lane], s) << "group " << group << " lane " << lane;
+      EXPECT_EQ(pairs[lane].first, s);
+      EXPECT_EQ(pairs[lane].second, s2);
+      EXPECT_EQ(wel[lane].count, group);
+      EXPECT_NEAR(wel[lane].mean, mean, 1e-4);
+      EXPECT_NEAR(wel[lane].m2 / group, var, 1e-3 * (var + 1));
+      // Every lane of a group holds the same bits.
+      EXPECT_EQ(std::memcmp(&wel[lane], &wel[first], sizeof(normkit::WelfordState)), 0);
+    }
+  }
+}
+
+// ----------------------------------------------------------- BlockAllReduce
+template <normkit::BlockReduceAlgorithm ALGO>
+__global__ void block_reduce_kernel(const float* in, float* out_sum, normkit::SumPair* out_pair, float* out_max) {
+  using R = normkit::BlockAllReduce<1024, ALGO>;
+  __shared__ typename R::TempStorage temp;
+  R reduce(temp);
+  const float v = in[threadIdx.x];
+  // Three reductions back to back, on the same storage, with no barrier between them.
+  const float s = reduce.all_reduce(v, normkit::Sum{});
+  const normkit::SumPair p = reduce.all_reduce(normkit::SumPair{v, -2 * v}, normkit::Sum{});
+  const float m = reduce.all_reduce(v, normkit::Max{});
+  out_sum[threadIdx.x] = s;
+  out_pair[threadIdx.x] = p;
+  out_max[threadIdx.x] = m;
+}
+
+template <normkit::BlockReduceAlgorithm ALGO>
+void check_block_reduce() {
+  nktest::Rng rng(nktest::fresh_seed());
+  for (int threads : {32, 64, 96, 160, 256, 512, 992, 1024}) {
+    std::vector<float> in(threads);
+    for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 1000) - 300);
+    DeviceBuffer din(threads * 4), ds(threads * 4), dp(threads * 8), dm(threads * 4);
+    ASSERT_EQ(cudaMemcpy(din.data(), in.data(), threads * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    block_reduce_kernel<ALGO><<<1, threads>>>(reinterpret_cast<float*>(din.data()), reinterpret_cast<float*>(ds.data()),
+                                              reinterpret_cast<normkit::SumPair*>(dp.data()),
+                                              reinterpret_cast<float*>(dm.data()));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> s(threads), m(threads);
+    std::vector<normkit::SumPair> p(threads);
+    ASSERT_EQ(cudaMemcpy(s.data(), ds.data(), threads * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(p.data(), dp.data(), threads * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(m.data(), dm.data(), threads * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    double want = 0;
+    float mx = in[0];
+    for (float v : in) {
+      want += v;
+      mx = std::max(mx, v);
+    }
+    for (int t = 0; t < threads; ++t) {
+      ASSERT_EQ(s[t], want) << "threads " << threads << " thread " << t;
+      ASSERT_EQ(p[t].first, want);
+      ASSERT_EQ(p[t].second, -2 * want);
+      ASSERT_EQ(m[t], mx);
+    }
+  }
+}
+
+TEST(BlockAllReduce, WarpShuffleAnyWarpCount) {
+  NK_REQUIRE_GPU();
+  check_block_reduce<normkit::BlockReduceAlgorithm::kWarpShuffle>();
+}
+
+TEST(BlockAllReduce, CubBackedAnyWarpCount) {
+  NK_REQUIRE_GPU();
+  check_block_reduce<normkit::BlockReduceAlgorithm::kCub>();
+}
+
+// --------------------------------------------------------- ClusterAllReduce
+__global__ void cluster_reduce_kernel(const float* in, float* out) {
+  using R = normkit::ClusterAllReduce<normkit::BlockAllReduce<256>>;
+  __shared__ typename R::TempStorage temp;
+  R reduce(temp);
+  const int gid = blockIdx.x * blockDim.x + threadIdx.x;
+  const float a = reduce.all_reduce(in[gid], normkit::Sum{});
+  const float b = reduce.all_reduce(2 * in[gid], normkit::Sum{});
+  const float c = reduce.all_reduce(in[gid], normkit::Max{});
+  out[3 * gid] = a;
+  out[3 * gid + 1] = b;
+  out[3 * gid + 2] = c;
+  reduce.finish();
+}
+
+TEST(ClusterAllReduce, AcrossTheCtasOfAClusterOnHopper) {
+  NK_REQUIRE_GPU();
+  int dev = 0, major = 0;
+  NK_CUDA_OK(cudaGetDevice(&dev));
+  NK_CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  nktest::Rng rng(nktest::fresh_seed());
+  for (int cluster : {1, 2, 4, 8}) {
+    const int clusters = 3, threads = 256, total = clusters * cluster * threads;
+    std::vector<float> in(total);
+    for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 100) - 20);
+    DeviceBuffer din(total * 4), dout(total * 12);
+    NK_CUDA_OK(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(clusters * cluster);
+    cfg.blockDim = dim3(threads);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    NK_CUDA_OK(cudaLaunchKernelEx(&cfg, cluster_reduce_kernel, reinterpret_cast<const float*>(din.data()),
+                                  reinterpret_cast<float*>(dout.data())));
+    NK_CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> out(total * 3);
+    NK_CUDA_OK(cudaMemcpy(out.data(), dout.data(), total * 12, cudaMemcpyDeviceToHost));
+    for (int c = 0; c < clusters; ++c) {
+      double s = 0;
+      float mx = -1e30f;
+      for (int i = c * cluster * threads; i < (c + 1) * cluster * threads; ++i) {
+        s += in[i];
+        mx = std::max(mx, in[i]);
+      }
+      for (int i = c * cluster * threads; i < (c + 1) * cluster * threads; ++i) {
+        ASSERT_EQ(out[3 * i], s) << "cluster size " << cluster;
+        ASSERT_EQ(out[3 * i + 1], 2 * s);
+        ASSERT_EQ(out[3 * i + 2], mx);
+      }
+    }
+  }
+}
+
+// -------------------------------------------------------- statistics policies
+// A CTA holds one row in registers through RowLoader and a RegisterView; each
+// policy computes its statistics through a BlockAllReduce.
+template <class Policy, int K>
+__global__ void stats_kernel(const float* row, int64_t n, float eps, normkit::RowStats* out) {
+  using R = normkit::BlockAllReduce<256>;
+  __shared__ typename R::TempStorage temp;
+  R reduce(temp);
+  normkit::Slot<float, 4> raw[K];
+  normkit::RowLoader<float, 4>::template load_raw<K>(row, n, 0, threadIdx.x, blockDim.x, 16, raw);
+  const normkit::RegisterView<float, K, 4> view{raw, n, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
+  const normkit::RowStats st = Policy::compute(view, reduce, n, eps);
+  if (threadIdx.x == 0) *out = st;
+}
+
+template <class Policy>
+normkit::RowStats device_stats(const std::vector<float>& row, float eps) {
+  DeviceBuffer d(row.size() * 4 + 16), o(sizeof(normkit::RowStats));
+  EXPECT_EQ(cudaMemcpy(d.data(), row.data(), row.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  stats_kernel<Policy, 4><<<1, 256>>>(reinterpret_cast<float*>(d.data()), static_cast<int64_t>(row.size()), eps,
+                                      reinterpret_cast<normkit::RowStats*>(o.data()));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  normkit::RowStats st;
+  EXPECT_EQ(cudaMemcpy(&st, o.data(), sizeof(st), cudaMemcpyDeviceToHost), cudaSuccess);
+  return st;
+}
+
+TEST(StatsPolicies, TwoPassWelfordAndMeanSquareAgainstFloat64) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  nktest::Rng rng(seed);
+  for (int64_t n : {1, 3, 257, 1000, 4096}) {  // capacity 256 threads x 4 slots x 4
+    std::vector<float> row(n);
+    std::vector<double> dr(n);
+    const double mu = 5 * rng.normal(), sd = 0.5 + rng.uniform();
+    for (int64_t i = 0; i < n; ++i) dr[i] = row[i] = static_cast<float>(mu + sd * rng.normal());
+    const auto ln = nktest::reference_row(nktest::Op::kLayerNorm, dr.data(), n, 1e-5);
+    const auto rms = nktest::reference_row(nktest::Op::kRmsNorm, dr.data(), n, 1e-5);
+    const auto tp = device_stats<normkit::stats::TwoPass>(row, 1e-5f);
+    const auto wf = device_stats<normkit::stats::Welford>(row, 1e-5f);
+    const auto ms = device_stats<normkit::stats::MeanSquare>(row, 1e-5f);
+    EXPECT_NEAR(tp.stored_mean(), ln.mean, 1e-6 * (std::fabs(ln.mean) + sd)) << "n=" << n << " seed=" << seed;
+    EXPECT_NEAR(tp.rstd, ln.rstd, 1e-5 * ln.rstd) << "n=" << n;
+    EXPECT_NEAR(wf.stored_mean(), ln.mean, 1e-6 * (std::fabs(ln.mean) + sd)) << "n=" << n;
+    EXPECT_NEAR(wf.rstd, ln.rstd, 1e-5 * ln.rstd) << "n=" << n;
+    EXPECT_EQ(ms.mean, 0.f);
+    EXPECT_NEAR(ms.rstd, rms.rstd, 1e-5 * rms.rstd) << "n=" << n;
+  }
+}
+
+// ----------------------------------------------------------------- epilogues
+template <class Epi>
+__global__ void epilogue_kernel(typename Epi::Params p, int64_t col0, int valid, const float* in, float* out) {
+  float v[8];
+  for (int i = 0; i < 8; ++i) v[i] = in[i];
+  Epi::template apply<8>(p, 0, col0, valid, v);
+  for (int i = 0; i < 8; ++i) out[i] = v[i];
+}
+
+TEST(Epilogues, AffineScaleOptionalParamsAndWeightOffset) {
+  NK_REQUIRE_GPU();
+  const float xh[8] = {-2, -1, -0.5f, 0, 0.25f, 1, 2, 3};
+  std::vector<float> w(40), b(40);
+  for (int i = 0; i < 40; ++i) {
+    w[i] = 0.5f + 0.01f * i;
+    b[i] = -0.1f * i;
+  }
+  DeviceBuffer dw(160), db(160), din(32), dout(32);
+  NK_CUDA_OK(cudaMemcpy(dw.data(), w.data(), 160, cudaMemcpyHostToDevice));
+  NK_CUDA_OK(cudaMemcpy(db.data(), b.data(), 160, cudaMemcpyHostToDevice));
+  NK_CUDA_OK(cudaMemcpy(din.data(), xh, 32, cudaMemcpyHostToDevice));
+  const float* pw = reinterpret_cast<const float*>(dw.data());
+  const float* pb = reinterpret_cast<const float*>(db.data());
+  auto run = [&](auto launch) {
+    launch(reinterpret_cast<float*>(din.data()), reinterpret_cast<float*>(dout.data()));
+    std::vector<float> o(8);
+    EXPECT_EQ(cudaMemcpy(o.data(), dout.data(), 32, cudaMemcpyDeviceToHost), cudaSuccess);
+    return o;
+  };
+  using normkit::epilogue::Affine;
+  using normkit::epilogue::Scale;
+  for (int64_t col0 : {0, 8, 3}) {  // aligned vector and misaligned scalar paths
+    for (int valid : {8, 5}) {
+      auto o = run([&](const float* in, float* out) { epilogue_kernel<Affine<float>><<<1, 1>>>({pw, pb}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] * w[col0 + i] + b[col0 + i]);
+      o = run([&](const float* in, float* out) { epilogue_kernel<Affine<float>><<<1, 1>>>({nullptr, pb}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] + b[col0 + i]);
+      o = run([&](const float* in, float* out) { epilogue_kernel<Affine<float>><<<1, 1>>>({pw, nullptr}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] * w[col0 + i]);
+      o = run([&](const float* in, float* out) { epilogue_kernel<Affine<float, true>><<<1, 1>>>({pw, pb}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] * (1 + w[col0 + i]) + b[col0 + i]);
+      o = run([&](const float* in, float* out) { epilogue_kernel<Scale<float>><<<1, 1>>>({pw}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] * w[col0 + i]);
+      o = run([&](const float* in, float* out) { epilogue_kernel<Scale<float>><<<1, 1>>>({nullptr}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i]);
+      o = run([&](const float* in, float* out) { epilogue_kernel<Scale<float, true>><<<1, 1>>>({pw}, col0, valid, in, out); });
+      for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] * (1 + w[col0 + i]));
+    }
+  }
+}
+
+}  // namespace

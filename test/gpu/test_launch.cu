@@ -1,0 +1,164 @@
+// The launcher's contract on a device: bad input touches no memory, launches
+// run on the caller's stream and inside CUDA graph capture, and a failed
+// launch is reported as a Status, not dropped.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using nktest::DeviceBuffer;
+using nktest::DType;
+using nktest::NormCall;
+using nktest::Op;
+using normkit::Status;
+
+struct Buffers {
+  DeviceBuffer x, y, stats;
+  int64_t rows, cols;
+  Buffers(int64_t m, int64_t n) : x(m * n * 2), y(m * n * 2), stats(m * 8), rows(m), cols(n) {
+    EXPECT_EQ(cudaMemset(x.data(), 0x3C, x.size()), cudaSuccess);  // bf16 0x3C3C: about 0.0115
+    EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+    EXPECT_EQ(cudaMemset(stats.data(), 0xFF, stats.size()), cudaSuccess);
+  }
+  NormCall call() const {
+    NormCall c;
+    c.x_type = c.y_type = c.w_type = DType::kBF16;
+    c.x = x.data();
+    c.y = y.data();
+    c.mean = reinterpret_cast<float*>(stats.data());
+    c.rstd = reinterpret_cast<float*>(stats.data()) + rows;
+    c.rows = rows;
+    c.cols = cols;
+    return c;
+  }
+  bool outputs_untouched() const {
+    std::vector<unsigned char> h(y.size()), s(stats.size());
+    EXPECT_EQ(cudaMemcpy(h.data(), y.data(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(s.data(), stats.data(), s.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (unsigned char b : h)
+      if (b != 0xFF) return false;
+    for (unsigned char b : s)
+      if (b != 0xFF) return false;
+    return true;
+  }
+};
+
+TEST(Launch, BadInputTouchesNoMemory) {
+  NK_REQUIRE_GPU();
+  Buffers b(64, 1000);
+  std::vector<NormCall> bad;
+  NormCall c = b.call();
+  c.eps = -1;
+  bad.push_back(c);
+  c = b.call();
+  c.x_stride = 999;
+  bad.push_back(c);
+  c = b.call();
+  c.y = static_cast<char*>(const_cast<void*>(c.x)) + 10;  // partial overlap
+  bad.push_back(c);
+  c = b.call();
+  c.shape = normkit::Shape::kRowsPerWarp;  // a forced shape that cannot hold N = 2000
+  c.cols = 2000;
+  c.rows = 32;
+  bad.push_back(c);
+  c = b.call();
+  c.cols = 0;
+  bad.push_back(c);
+  for (const NormCall& call : bad) {
+    EXPECT_NE(nktest::launch(call), Status::kSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(b.outputs_untouched());
+  }
+  NormCall none = b.call();
+  none.rows = 0;
+  EXPECT_EQ(nktest::launch(none), Status::kSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(b.outputs_untouched());
+}
+
+TEST(Launch, RunsOnTheCallersStreamAndInsideGraphCapture) {
+  NK_REQUIRE_GPU();
+  for (int64_t n : {100, 5000, 40000, 300000}) {  // a register, staged, cluster and streaming shape
+    Buffers ref(8, n), graph(8, n);
+    cudaStream_t stream;
+    NK_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    NormCall c = ref.call();
+    c.stream = stream;
+    ASSERT_EQ(nktest::launch(c), Status::kSuccess);
+    NK_CUDA_OK(cudaStreamSynchronize(stream));
+
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    NK_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    NormCall gc = graph.call();
+    gc.stream = stream;
+    const Status captured = nktest::launch(gc);
+    NK_CUDA_OK(cudaStreamEndCapture(stream, &g));
+    ASSERT_EQ(captured, Status::kSuccess);
+    EXPECT_TRUE(graph.outputs_untouched()) << "capture must not execute";
+    NK_CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+    NK_CUDA_OK(cudaGraphLaunch(exec, stream));
+    NK_CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<unsigned char> a(ref.y.size()), bb(graph.y.size());
+    NK_CUDA_OK(cudaMemcpy(a.data(), ref.y.data(), a.size(), cudaMemcpyDeviceToHost));
+    NK_CUDA_OK(cudaMemcpy(bb.data(), graph.y.data(), bb.size(), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(a, bb) << "graph replay differs from a direct launch, N=" << n;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(stream);
+  }
+}
+
+TEST(Launch, FailedLaunchIsReported) {
+  NK_REQUIRE_GPU();
+  Buffers b(16, 1000);
+  // While another stream captures in global mode, launching into the legacy
+  // default stream is an error the runtime returns at launch time.
+  cudaStream_t capturing;
+  NK_CUDA_OK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
+  NK_CUDA_OK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
+  NormCall c = b.call();
+  c.stream = cudaStreamLegacy;
+  const Status s = nktest::launch(c);
+  cudaGraph_t g = nullptr;
+  (void)cudaStreamEndCapture(capturing, &g);
+  if (g) cudaGraphDestroy(g);
+  (void)cudaGetLastError();
+  cudaStreamDestroy(capturing);
+  EXPECT_EQ(s, Status::kErrorCudaLaunch) << normkit::status_string(s);
+}
+
+TEST(Launch, BatchInvariantBitwise) {
+  NK_REQUIRE_GPU();
+  // A row's outputs do not depend on the batch around it: row r of a batch of
+  // M equals the same row normalized alone, bit for bit, on every shape.
+  for (int64_t n : {64, 1000, 5000, 40000, 300000}) {
+    const int64_t m = 33;
+    Buffers batch(m, n);
+    nktest::Rng rng(nktest::fresh_seed());
+    std::vector<uint16_t> hx(m * n);
+    for (auto& v : hx) v = static_cast<uint16_t>(0x3C00 + rng.next() % 0x800);  // bf16 values in [1, 4) and more
+    NK_CUDA_OK(cudaMemcpy(batch.x.data(), hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+    ASSERT_EQ(nktest::launch(batch.call()), Status::kSuccess);
+    std::vector<uint16_t> all(m * n);
+    NK_CUDA_OK(cudaMemcpy(all.data(), batch.y.data(), all.size() * 2, cudaMemcpyDeviceToHost));
+    for (int64_t r : {int64_t{0}, int64_t{17}, m - 1}) {
+      NormCall one = batch.call();
+      one.x = batch.x.data() + r * n * 2;
+      one.y = batch.y.data() + r * n * 2;  // rewrite the same row in place of the batch's result
+      one.mean = nullptr;
+      one.rstd = nullptr;
+      one.rows = 1;
+      NK_CUDA_OK(cudaMemset(one.y, 0xFF, n * 2));
+      ASSERT_EQ(nktest::launch(one), Status::kSuccess);
+      std::vector<uint16_t> single(n);
+      NK_CUDA_OK(cudaMemcpy(single.data(), one.y, n * 2, cudaMemcpyDeviceToHost));
+      EXPECT_TRUE(std::equal(single.begin(), single.end(), all.begin() + r * n)) << "N=" << n << " row " << r;
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+// Every kernel shape on every row length it can hold, against the float64
+// reference, for LayerNorm (both statistics policies) and RMSNorm.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using nktest::CaseSpec;
+using nktest::DType;
+using nktest::Op;
+using nktest::StatsKind;
+using normkit::Shape;
+
+const std::vector<int64_t> kLengths = {1,    2,    3,    5,     31,    33,    127,   255,    256,    257,    1000,   1023,
+                                       1024, 1025, 4096, 4099,  8192,  12288, 16384, 16385,  65536,  100003, 262144, 1048576};
+
+// Rows per case: {1, 3, 1000} for short rows, fewer as rows grow, so that one
+// case stays near a few million elements.
+std::vector<int64_t> batch_sizes(int64_t n) {
+  if (n <= 16385) return {1, 3, 1000};
+  if (n <= 262144) return {1, 3, 37};
+  return {1, 3, 9};
+}
+
+struct ShapeParam {
+  Op op;
+  DType x, y, w;
+  StatsKind stats;
+  Shape shape;
+};
+
+class Shapes : public ::testing::TestWithParam<ShapeParam> {};
+
+TEST_P(Shapes, EveryLengthTheShapeHolds) {
+  NK_REQUIRE_GPU();
+  const ShapeParam p = GetParam();
+  int ran = 0;
+  for (int64_t n : kLengths) {
+    CaseSpec s;
+    s.op = p.op;
+    s.x = p.x;
+    s.y = p.y;
+    s.w = p.w;
+    s.stats = p.stats;
+    s.shape = p.shape;
+    s.cols = n;
+    normkit::LaunchPlan plan;
+    nktest::NormCall probe;
+    probe.op = p.op;
+    probe.x_type = p.x;
+    probe.y_type = p.y;
+    probe.w_type = p.w;
+    probe.stats = p.stats;
+    probe.x = probe.y = reinterpret_cast<void*>(0x1000);
+    probe.rows = 1;
+    probe.cols = n;
+    probe.shape = p.shape;
+    const normkit::Status st = nktest::plan(probe, &plan);
+    if (st == normkit::Status::kErrorUnsupportedShape) continue;  // this shape cannot hold N
+    ASSERT_EQ(st, normkit::Status::kSuccess) << normkit::status_string(st);
+    for (int64_t m : batch_sizes(n)) {
+      s.rows = m;
+      nktest::expect_case_ok(s);
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 0);
+}
+
+std::vector<ShapeParam> shape_params() {
+  std::vector<ShapeParam> v;
+  for (Shape sh : {Shape::kAuto, Shape::kRowsPerWarp, Shape::kRowPerBlock, Shape::kRowInSmem, Shape::kRowInCluster,
+                   Shape::kStreaming}) {
+    v.push_back({Op::kLayerNorm, DType::kBF16, DType::kBF16, DType::kF32, StatsKind::kTwoPass, sh});
+    v.push_back({Op::kLayerNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, sh});
+    v.push_back({Op::kLayerNorm, DType::kBF16, DType::kBF16, DType::kF32, StatsKind::kWelford, sh});
+    v.push_back({Op::kLayerNorm, DType::kF16, DType::kF16, DType::kF16, StatsKind::kWelford, sh});
+    v.push_back({Op::kRmsNorm, DType::kBF16, DType::kBF16, DType::kBF16, StatsKind::kTwoPass, sh});
+    v.push_back({Op::kRmsNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, sh});
+  }
+  return v;
+}
+
+std::string param_name(const ::testing::TestParamInfo<ShapeParam>& i) {
+  const ShapeParam& p = i.param;
+  std::string s = std::string(p.op == Op::kLayerNorm ? "LN" : "RMS") + "_" + nktest::dtype_name(p.x) + "_" +
+                  nktest::dtype_name(p.y) + "_w" + nktest::dtype_name(p.w) + "_" +
+                  (p.stats == StatsKind::kWelford ? "welford_" : "") + normkit::shape_name(p.shape);
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllShapes, Shapes, ::testing::ValuesIn(shape_params()), param_name);
+
+}  // namespace

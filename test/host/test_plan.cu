@@ -1,0 +1,130 @@
+// Host tests of the kernel-shape choice: a pure function of N, element sizes
+// and the device (never of M), checked against an H200-like and an
+// A100-like device.
+#include <gtest/gtest.h>
+
+#include <normkit/launch/plan.cuh>
+
+namespace {
+
+using normkit::choose_plan;
+using normkit::DeviceCaps;
+using normkit::LaunchPlan;
+using normkit::RowFormat;
+using normkit::Shape;
+using normkit::Status;
+
+DeviceCaps h200() {
+  DeviceCaps d;
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.max_smem_per_block_optin = 232448;
+  d.cluster_launch = true;
+  return d;
+}
+
+DeviceCaps a100() {
+  DeviceCaps d;
+  d.cc_major = 8;
+  d.cc_minor = 0;
+  d.sm_count = 108;
+  d.max_smem_per_block_optin = 166912;
+  d.cluster_launch = false;
+  return d;
+}
+
+RowFormat bf16_row(int64_t n) { return RowFormat{n, 8, 2, false}; }
+RowFormat f32_row(int64_t n) { return RowFormat{n, 4, 4, false}; }
+
+LaunchPlan plan_of(const RowFormat& f, const DeviceCaps& d, Shape s = Shape::kAuto) {
+  LaunchPlan p;
+  EXPECT_EQ(choose_plan(f, d, s, &p), Status::kSuccess) << "N=" << f.cols << " shape=" << normkit::shape_name(s);
+  return p;
+}
+
+TEST(Plan, ShortRowsShareAWarp) {
+  for (int64_t n : {1, 2, 3, 5, 31, 32, 64, 127, 128}) {
+    const LaunchPlan p = plan_of(bf16_row(n), h200());
+    EXPECT_EQ(p.shape, Shape::kRowsPerWarp) << n;
+    EXPECT_EQ(p.group, 4) << n;  // 4 lanes x up to 4 slots x 8 elements hold 128
+    EXPECT_GE(p.group * p.vecs * 8, n);
+  }
+  EXPECT_EQ(plan_of(bf16_row(1), h200()).vecs, 1);
+  EXPECT_EQ(plan_of(bf16_row(64), h200()).vecs, 2);
+  EXPECT_EQ(plan_of(bf16_row(129), h200()).group, 8);
+  EXPECT_EQ(plan_of(bf16_row(256), h200()).group, 8);
+  EXPECT_EQ(plan_of(bf16_row(256), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(1000), h200()).group, 32);
+  EXPECT_EQ(plan_of(bf16_row(1024), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(f32_row(512), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(f32_row(512), h200()).group, 32);
+  EXPECT_EQ(plan_of(f32_row(513), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(f32_row(513), h200()).threads, 64);
+  EXPECT_EQ(plan_of(bf16_row(4096), h200()).threads, 128);
+  EXPECT_EQ(plan_of(bf16_row(4096), h200()).vecs, 4);
+}
+
+TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
+  EXPECT_EQ(plan_of(bf16_row(1025), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(bf16_row(16384), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(f32_row(8192), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(f32_row(8193), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(bf16_row(16385), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(bf16_row(32768), h200()).shape, Shape::kRowInSmem);
+  const LaunchPlan c = plan_of(bf16_row(262144), h200());
+  EXPECT_EQ(c.shape, Shape::kRowInCluster);
+  EXPECT_GE(c.cluster, 2);
+  EXPECT_LE(c.cluster, 8);
+  EXPECT_LE(c.smem_bytes, 232448u);
+  EXPECT_EQ(c.chunk * c.cluster >= 262144, true);
+  EXPECT_EQ(plan_of(bf16_row(1 << 20), h200()).shape, Shape::kStreaming);
+  EXPECT_EQ(plan_of(f32_row(1 << 20), h200()).shape, Shape::kStreaming);
+  // Without clusters: shared memory as far as it goes, then streaming with one CTA per row.
+  EXPECT_EQ(plan_of(bf16_row(65536), a100()).shape, Shape::kRowInSmem);
+  const LaunchPlan s = plan_of(bf16_row(262144), a100());
+  EXPECT_EQ(s.shape, Shape::kStreaming);
+  EXPECT_EQ(s.cluster, 1);
+}
+
+TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
+  LaunchPlan p;
+  EXPECT_EQ(choose_plan(bf16_row(1025), h200(), Shape::kRowsPerWarp, &p), Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(bf16_row(16384), h200(), Shape::kRowPerBlock, &p), Status::kSuccess);
+  EXPECT_EQ(choose_plan(bf16_row(16385), h200(), Shape::kRowPerBlock, &p), Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(bf16_row(1 << 20), h200(), Shape::kRowInSmem, &p), Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(bf16_row(100), a100(), Shape::kRowInCluster, &p), Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(bf16_row(100), h200(), Shape::kRowInCluster, &p), Status::kSuccess);
+  EXPECT_EQ(p.cluster, 2);
+  for (int64_t n : {1, 5, 1000, 100003, 1048576}) {
+    EXPECT_EQ(choose_plan(bf16_row(n), h200(), Shape::kStreaming, &p), Status::kSuccess) << n;
+  }
+}
+
+TEST(Plan, RowsThatMustStayOnChipNeverStream) {
+  RowFormat f = bf16_row(1 << 19);  // 1 MiB: fits across a cluster of 8
+  f.needs_on_chip = true;
+  LaunchPlan p;
+  EXPECT_EQ(choose_plan(f, h200(), Shape::kAuto, &p), Status::kSuccess);
+  EXPECT_EQ(p.shape, Shape::kRowInCluster);
+  EXPECT_EQ(choose_plan(f, h200(), Shape::kStreaming, &p), Status::kErrorUnsupportedShape);
+  f.cols = 1 << 24;  // 32 MiB: more than a cluster's shared memory
+  EXPECT_EQ(choose_plan(f, h200(), Shape::kAuto, &p), Status::kErrorUnsupportedShape);
+}
+
+TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
+  for (int64_t n = 1; n <= (1 << 22); n = n * 3 / 2 + 1) {
+    for (const RowFormat& f : {bf16_row(n), f32_row(n)}) {
+      const LaunchPlan p = plan_of(f, h200());
+      switch (p.shape) {
+        case Shape::kRowsPerWarp: EXPECT_GE(int64_t{p.group} * p.vecs * f.vec, n); break;
+        case Shape::kRowPerBlock: EXPECT_GE(int64_t{p.threads} * p.vecs * f.vec, n); break;
+        default:
+          EXPECT_GE(p.chunk * p.cluster, n);
+          EXPECT_EQ(p.chunk % f.vec, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
