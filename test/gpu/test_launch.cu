@@ -115,11 +115,10 @@ TEST(Launch, RunsOnTheCallersStreamAndInsideGraphCapture) {
 TEST(Launch, FailedLaunchIsReported) {
   NK_REQUIRE_GPU();
   Buffers b(16, 1000);
-  // While a blocking stream captures in global mode, launching into the legacy
-  // default stream (which would wait on it) is an error the runtime returns at
-  // launch time.
+  // While another stream captures in global mode, launching into the legacy
+  // default stream is an error the runtime returns at launch time.
   cudaStream_t capturing;
-  NK_CUDA_OK(cudaStreamCreateWithFlags(&capturing, cudaStreamDefault));
+  NK_CUDA_OK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
   NK_CUDA_OK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
   NormCall c = b.call();
   c.stream = cudaStreamLegacy;

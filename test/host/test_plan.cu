@@ -112,31 +112,6 @@ TEST(Plan, RowsThatMustStayOnChipNeverStream) {
   EXPECT_EQ(choose_plan(f, h200(), Shape::kAuto, &p), Status::kErrorUnsupportedShape);
 }
 
-TEST(Plan, EpilogueParametersStagedWhereTheyFit) {
-  RowFormat f = bf16_row(1024);
-  f.param_bytes_per_col = 4;  // bf16 weight and bias
-  LaunchPlan p = plan_of(f, h200());
-  EXPECT_TRUE(p.stage_params);
-  EXPECT_GE(p.smem_bytes, 4096u);
-  f.cols = 8192;
-  p = plan_of(f, h200());
-  EXPECT_EQ(p.shape, Shape::kRowPerBlock);
-  EXPECT_TRUE(p.stage_params);
-  f.cols = 16384;  // 64 KiB of parameters: left in global memory
-  p = plan_of(f, h200());
-  EXPECT_FALSE(p.stage_params);
-  EXPECT_EQ(p.smem_bytes, 0u);
-  f.cols = 32768;  // staged shape: chunk and parameters within the per-CTA target
-  p = plan_of(f, h200());
-  EXPECT_TRUE(p.stage_params);
-  EXPECT_LE(p.smem_bytes, 98304u);
-  EXPECT_GE(static_cast<int64_t>(p.chunk) * p.cluster, 32768);
-  f.cols = 1 << 20;
-  p = plan_of(f, h200());
-  EXPECT_EQ(p.shape, Shape::kStreaming);
-  EXPECT_FALSE(p.stage_params);
-}
-
 TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
   for (int64_t n = 1; n <= (1 << 22); n = n * 3 / 2 + 1) {
     for (const RowFormat& f : {bf16_row(n), f32_row(n)}) {

@@ -19,21 +19,6 @@
 
 NORMKIT_NAMESPACE_BEGIN
 namespace epilogue {
-namespace detail {
-/// Copies p[col_base, col_base + n) to dst; returns dst shifted so that it is
-/// indexed by absolute column (or null if p is null).
-template <class W>
-NORMKIT_DEVICE const W* stage_vector(const W* p, W* dst, int64_t col_base, int64_t n, int tid, int threads) {
-  if (p == nullptr) return nullptr;
-  for (int64_t i = tid; i < n; i += threads) dst[i] = p[col_base + i];
-  return dst - col_base;
-}
-}  // namespace detail
-}  // namespace epilogue
-NORMKIT_NAMESPACE_END
-
-NORMKIT_NAMESPACE_BEGIN
-namespace epilogue {
 
 /// y = x_hat * w + b. w and b may each be null (then 1 and 0). With
 /// WEIGHT_OFFSET, the scale is (1 + w), TransformerEngine's zero-centred gamma
@@ -47,16 +32,6 @@ struct Affine {
     const W* weight = nullptr;
     const W* bias = nullptr;
   };
-
-  /// Weight and bias can be staged in shared memory (see kernel/param_staging.cuh).
-  static constexpr int kStagedBytesPerColumn = 2 * static_cast<int>(sizeof(W));
-  static NORMKIT_DEVICE Params stage(const Params& p, unsigned char* smem, int64_t col_base, int64_t n, int tid,
-                                     int threads) {
-    W* w = reinterpret_cast<W*>(smem);
-    W* b = w + (n + 7) / 8 * 8;
-    return Params{detail::stage_vector(p.weight, w, col_base, n, tid, threads),
-                  detail::stage_vector(p.bias, b, col_base, n, tid, threads)};
-  }
 
   template <int VEC>
   static NORMKIT_DEVICE void apply(const Params& p, int64_t /*row*/, int64_t col0, int valid, float (&v)[VEC]) {
@@ -80,12 +55,6 @@ struct Scale {
   struct Params {
     const W* weight = nullptr;
   };
-
-  static constexpr int kStagedBytesPerColumn = static_cast<int>(sizeof(W));
-  static NORMKIT_DEVICE Params stage(const Params& p, unsigned char* smem, int64_t col_base, int64_t n, int tid,
-                                     int threads) {
-    return Params{detail::stage_vector(p.weight, reinterpret_cast<W*>(smem), col_base, n, tid, threads)};
-  }
 
   template <int VEC>
   static NORMKIT_DEVICE void apply(const Params& p, int64_t /*row*/, int64_t col0, int valid, float (&v)[VEC]) {

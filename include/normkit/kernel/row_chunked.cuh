@@ -23,7 +23,6 @@
 #include "../block/row_loader.cuh"
 #include "../config.cuh"
 #include "../stats/row_stats.cuh"
-#include "param_staging.cuh"
 #include "row_output.cuh"
 #include "row_views.cuh"
 
@@ -35,7 +34,7 @@ inline constexpr int kChunkedUnroll = 4;  ///< slots per thread in flight per ba
 
 template <class Problem, bool STAGED>
 __global__ void __launch_bounds__(kChunkedThreads, 2)
-    row_chunked(const __grid_constant__ typename Problem::Params p, int64_t chunk, bool stage) {
+    row_chunked(const __grid_constant__ typename Problem::Params p, int64_t chunk) {
   constexpr int VEC = Problem::kVec;
   constexpr int UNROLL = kChunkedUnroll;
   using S = typename Problem::Storage;
@@ -53,10 +52,6 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
   const int lane = threadIdx.x;
   const int slots = static_cast<int>((n + static_cast<int64_t>(team) * VEC - 1) / (static_cast<int64_t>(team) * VEC));
   const bool leader = reducer.rank() == 0 && threadIdx.x == 0;
-  // Shared memory: [the row chunk, staged (STAGED only)][the epilogue's parameters for the chunk, if staged].
-  const int64_t chunk_bytes = STAGED ? (chunk * static_cast<int64_t>(sizeof(S)) + 15) / 16 * 16 : 0;
-  const typename Problem::Epilogue::Params ep = detail::stage_params<typename Problem::Epilogue>(
-      p.epilogue, stage ? staged_bytes + chunk_bytes : nullptr, col_base, n);
 
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
     RowStats st;
@@ -120,7 +115,7 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
       for (int s0 = 0; s0 < slots; s0 += UNROLL) {
         detail::RawSlot<S, VEC> v[UNROLL];
         fetch(s0, v);
-        amax = fmaxf(amax, detail::absmax_slots<Problem, UNROLL>(ep, row, col_base, n, s0, lane, team, st, v));
+        amax = fmaxf(amax, detail::absmax_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, v));
       }
       amax = reducer.all_reduce(amax, Max{});
     }
@@ -128,7 +123,7 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
     for (int s0 = 0; s0 < slots; s0 += UNROLL) {
       detail::RawSlot<S, VEC> v[UNROLL];
       fetch(s0, v);
-      detail::store_slots<Problem, UNROLL>(p, ep, row, col_base, n, s0, lane, team, st, factor, v);
+      detail::store_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, factor, v);
     }
   }
   reducer.finish();

@@ -21,17 +21,15 @@ NORMKIT_DEVICE void store_row_stats(const Params& p, int64_t row, const RowStats
   if (p.rstd != nullptr) p.rstd[row] = st.rstd;
 }
 
-/// One slot: fp32 conversion, normalization and the epilogue (with `ep`, the
-/// epilogue's parameters, possibly redirected to shared memory), in place in v.
+/// One slot: fp32 conversion, normalization and the epilogue, in place in v.
 template <class Problem>
-NORMKIT_DEVICE void transform_slot(const typename Problem::Epilogue::Params& ep, int64_t row, int64_t col,
-                                   int valid, const RowStats& st,
-                                   const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
+NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
+                                   const RowStats& st, const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
                                    float (&v)[Problem::kVec]) {
   constexpr int VEC = Problem::kVec;
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(to_float(raw.v[i]));
-  Problem::Epilogue::template apply<VEC>(ep, row, col, valid, v);
+  Problem::Epilogue::template apply<VEC>(p.epilogue, row, col, valid, v);
 }
 
 /// max |y| over the valid elements of one transformed slot, folded into amax.
@@ -46,8 +44,7 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 /// Each slot is stored as soon as it is packed, so no array of packed outputs
 /// stays live (registers go to rows in flight instead).
 template <class Problem, int K>
-NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, const typename Problem::Epilogue::Params& ep,
-                                int64_t row, int64_t col_base, int64_t n,
+NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
                                 const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
   constexpr int VEC = Problem::kVec;
@@ -57,7 +54,7 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, const typenam
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
     float v[VEC];
-    transform_slot<Problem>(ep, row, col_base + c, slot_valid(n, c, VEC), st, raw[k], v);
+    transform_slot<Problem>(p, row, col_base + c, slot_valid(n, c, VEC), st, raw[k], v);
     const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
     RowLoader<Y, VEC>::template store_raw<1>(dst, n, first_slot + k, lane, team, p.y_access, out);
   }
@@ -65,8 +62,7 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, const typenam
 
 /// max |y| of K slots (for outputs that scale each row by its maximum).
 template <class Problem, int K>
-NORMKIT_DEVICE float absmax_slots(const typename Problem::Epilogue::Params& ep, int64_t row, int64_t col_base,
-                                  int64_t n,
+NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                   int first_slot, int lane, int team, const RowStats& st,
                                   const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
   constexpr int VEC = Problem::kVec;
@@ -76,7 +72,7 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Epilogue::Params& ep, 
     const int64_t c = RowLoader<float, VEC>::column(first_slot + k, lane, team);
     const int valid = slot_valid(n, c, VEC);
     float v[VEC];
-    transform_slot<Problem>(ep, row, col_base + c, valid, st, raw[k], v);
+    transform_slot<Problem>(p, row, col_base + c, valid, st, raw[k], v);
     amax = fold_absmax(amax, v, valid);
   }
   return amax;

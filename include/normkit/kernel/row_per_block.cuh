@@ -1,8 +1,7 @@
 // normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
 // threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
 // registers, VECS slots per thread, and strides over the rows. Statistics use
-// the block all-reduce (shuffles, then one barrier per reduction). With dynamic
-// shared memory, the epilogue's parameters are staged there once per CTA.
+// the block all-reduce (shuffles, then one barrier per reduction).
 #pragma once
 
 #include <cstdint>
@@ -18,15 +17,12 @@ inline constexpr int kRowPerBlockMaxThreads = 512;
 
 template <class Problem, int VECS, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle>
 __global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
-    row_per_block(const __grid_constant__ typename Problem::Params p, bool stage) {
+    row_per_block(const __grid_constant__ typename Problem::Params p) {
   using Reducer = BlockAllReduce<kRowPerBlockMaxThreads, ALGO>;
   __shared__ typename Reducer::TempStorage temp;
-  extern __shared__ __align__(16) unsigned char staged_params[];
-  const typename Problem::Epilogue::Params ep =
-      detail::stage_params<typename Problem::Epilogue>(p.epilogue, stage ? staged_params : nullptr, 0, p.cols);
   Reducer reducer(temp);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    detail::normalize_register_row<Problem, VECS>(p, ep, row, true, threadIdx.x, blockDim.x, reducer);
+    detail::normalize_register_row<Problem, VECS>(p, row, true, threadIdx.x, blockDim.x, reducer);
   }
 }
 

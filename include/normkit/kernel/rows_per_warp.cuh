@@ -2,8 +2,7 @@
 // `group` lanes (4, 8, 16 or 32, chosen at run time) holds one row in
 // registers, VECS slots per lane; a CTA of kThreads threads works on
 // kThreads / group rows at a time and strides over the rows. Reductions are
-// shuffles within the group only. With dynamic shared memory, the epilogue's
-// parameters are staged there once per CTA (see param_staging.cuh).
+// shuffles within the group only: no shared memory, no barrier.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +11,6 @@
 #include "../block/warp_reduce.cuh"
 #include "../config.cuh"
 #include "../stats/row_stats.cuh"
-#include "param_staging.cuh"
 #include "row_output.cuh"
 #include "row_views.cuh"
 
@@ -23,8 +21,7 @@ namespace detail {
 /// Every thread of the team calls it, also for an inactive row (past the last
 /// row), so that the team's reductions see all of its threads.
 template <class Problem, int VECS, class Reducer>
-NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p,
-                                           const typename Problem::Epilogue::Params& ep, int64_t row, bool active,
+NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
                                            int lane, int team, Reducer& reducer) {
   constexpr int VEC = Problem::kVec;
   using S = typename Problem::Storage;
@@ -38,10 +35,10 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p,
   if (leader) store_row_stats(p, r, st);
   float amax = 0.f;
   if constexpr (Problem::Output::kNeedsRowAbsMax) {
-    amax = reducer.all_reduce(absmax_slots<Problem, VECS>(ep, r, 0, n, 0, lane, team, st, v), Max{});
+    amax = reducer.all_reduce(absmax_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, v), Max{});
   }
   const float factor = Problem::Output::row_factor(p, r, amax, leader);
-  if (active) store_slots<Problem, VECS>(p, ep, r, 0, n, 0, lane, team, st, factor, v);
+  if (active) store_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, factor, v);
 }
 
 }  // namespace detail
@@ -52,10 +49,7 @@ inline constexpr int kRowsPerWarpThreads = 256;
 
 template <class Problem, int VECS>
 __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
-    rows_per_warp(const __grid_constant__ typename Problem::Params p, int group, bool stage) {
-  extern __shared__ __align__(16) unsigned char staged_params[];
-  const typename Problem::Epilogue::Params ep =
-      detail::stage_params<typename Problem::Epilogue>(p.epilogue, stage ? staged_params : nullptr, 0, p.cols);
+    rows_per_warp(const __grid_constant__ typename Problem::Params p, int group) {
   const int lane = threadIdx.x & (group - 1);
   const int rows_per_cta = blockDim.x / group;
   const int64_t row_in_cta = threadIdx.x / group;
@@ -65,7 +59,7 @@ __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_cta; base < p.rows;
        base += static_cast<int64_t>(gridDim.x) * rows_per_cta) {
     const int64_t row = base + row_in_cta;
-    detail::normalize_register_row<Problem, VECS>(p, ep, row, row < p.rows, lane, group, reducer);
+    detail::normalize_register_row<Problem, VECS>(p, row, row < p.rows, lane, group, reducer);
   }
 }
 

@@ -11,7 +11,6 @@
 
 #include "../block/vector_access.cuh"
 #include "../config.cuh"
-#include "../kernel/param_staging.cuh"
 #include "../kernel/row_chunked.cuh"
 #include "../kernel/row_per_block.cuh"
 #include "../kernel/rows_per_warp.cuh"
@@ -69,7 +68,6 @@ struct Launcher {
     f.vec = VEC;
     f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
-    f.param_bytes_per_col = StagedBytesPerColumn<typename Problem::Epilogue>::value;
     return f;
   }
 
@@ -83,18 +81,17 @@ struct Launcher {
       const void* func = warp ? reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>)
                               : reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>);
       int ctas_per_sm = 0;
-      Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, 1, &ctas_per_sm);
+      Status s = kernel_occupancy(func, device, plan.threads, 0, &ctas_per_sm);
       if (s != Status::kSuccess) return s;
       const int64_t rows_per_cta = warp ? plan.threads / plan.group : 1;
       int64_t grid = ceil_div(p.rows, rows_per_cta);
       const int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count;
       if (grid > resident) grid = resident;
       if (warp) {
-        return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid, plan.threads, plan.smem_bytes, 1, stream,
-                             p, plan.group, plan.stage_params);
+        return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid, plan.threads, 0, 1, stream, p,
+                             plan.group);
       }
-      return launch_kernel(&kernel::row_per_block<Problem, VECS>, grid, plan.threads, plan.smem_bytes, 1, stream, p,
-                           plan.stage_params);
+      return launch_kernel(&kernel::row_per_block<Problem, VECS>, grid, plan.threads, 0, 1, stream, p);
     }
   }
 
@@ -103,19 +100,20 @@ struct Launcher {
     const bool staged = plan.shape != Shape::kStreaming;
     const void* func = staged ? reinterpret_cast<const void*>(&kernel::row_chunked<Problem, true>)
                               : reinterpret_cast<const void*>(&kernel::row_chunked<Problem, false>);
-    // Resident clusters (for one CTA per row: resident CTAs); the grid strides over the rows beyond.
-    int resident_units = 0;
-    Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, plan.cluster, &resident_units);
+    int ctas_per_sm = 0;
+    Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, &ctas_per_sm);
     if (s != Status::kSuccess) return s;
-    if (plan.cluster == 1) resident_units *= caps.sm_count;
-    int64_t units = p.rows < resident_units ? p.rows : resident_units;
-    const int64_t grid = units * plan.cluster;
+    const int64_t c = plan.cluster;
+    int64_t grid = p.rows * c;
+    int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count / c * c;
+    if (resident < c) resident = c;
+    if (grid > resident) grid = resident;
     if (staged) {
       return launch_kernel(&kernel::row_chunked<Problem, true>, grid, plan.threads, plan.smem_bytes, plan.cluster,
-                           stream, p, plan.chunk, plan.stage_params);
+                           stream, p, plan.chunk);
     }
-    return launch_kernel(&kernel::row_chunked<Problem, false>, grid, plan.threads, plan.smem_bytes, plan.cluster,
-                         stream, p, plan.chunk, plan.stage_params);
+    return launch_kernel(&kernel::row_chunked<Problem, false>, grid, plan.threads, 0, plan.cluster, stream, p,
+                         plan.chunk);
   }
 
   /// The shape that would run these params on the current device.

@@ -52,7 +52,6 @@ struct RowFormat {
   int vec = 0;                 ///< elements per slot (16 bytes of x)
   int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
-  int param_bytes_per_col = 0; ///< bytes per column of epilogue parameters that can be staged on chip
 };
 
 struct LaunchPlan {
@@ -63,7 +62,6 @@ struct LaunchPlan {
   int cluster = 1;         ///< CTAs per row (chunked shapes)
   int64_t chunk = 0;       ///< columns per CTA (chunked shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
-  bool stage_params = false;  ///< epilogue parameters (weight, bias) staged in shared memory once per CTA
 };
 
 /// The tuning constants of the automatic choice, in one place (docs/performance.md
@@ -71,8 +69,7 @@ struct LaunchPlan {
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
-  static constexpr int64_t kStagedChunkBytes = 98304;      ///< target shared memory per CTA (two CTAs per SM)
-  static constexpr int64_t kStageParamsMaxBytes = 65536;   ///< register shapes: largest staged parameters
+  static constexpr int64_t kStagedChunkBytes = 65536;      ///< target staged bytes per CTA
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
 };
@@ -90,18 +87,6 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// Static shared memory the chunked kernel uses besides the staged chunk (reducers), with slack.
 inline constexpr size_t kChunkedStaticSmem = 2048;
 
-/// Bytes of shared memory for n columns of staged epilogue parameters (16-byte
-/// multiple, with slack for each vector's alignment).
-inline int64_t param_smem_bytes(const RowFormat& f, int64_t n) {
-  return f.param_bytes_per_col == 0 ? 0 : (n * f.param_bytes_per_col + 15) / 16 * 16 + 64;
-}
-
-inline void stage_params_if_small(const RowFormat& f, LaunchPlan* p) {
-  const int64_t bytes = param_smem_bytes(f, f.cols);
-  p->stage_params = bytes > 0 && bytes <= PlanTuning::kStageParamsMaxBytes;
-  p->smem_bytes = p->stage_params ? static_cast<size_t>(bytes) : 0;
-}
-
 // Register shapes give each thread as many slots as they can (up to 4, 64
 // bytes of the row) and use as few threads per row as that allows: the
 // fixed per-thread registers are then spread over more of the row, so more
@@ -113,7 +98,6 @@ inline bool plan_rows_per_warp(const RowFormat& f, LaunchPlan* p) {
   const int group = next_pow2(ceil_div(slots, max_vecs));
   p->shape = Shape::kRowsPerWarp;
   p->threads = kernel::kRowsPerWarpThreads;
-  stage_params_if_small(f, p);
   p->group = group < 4 ? 4 : group;
   p->vecs = next_pow2(ceil_div(slots, p->group));
   return true;
@@ -126,7 +110,6 @@ inline bool plan_row_per_block(const RowFormat& f, LaunchPlan* p) {
   if (threads > kernel::kRowPerBlockMaxThreads) return false;
   p->shape = Shape::kRowPerBlock;
   p->vecs = max_vecs;
-  stage_params_if_small(f, p);
   p->threads = static_cast<int>(threads);
   return true;
 }
@@ -137,34 +120,13 @@ inline void set_chunks(const RowFormat& f, int cluster, LaunchPlan* p) {
   p->threads = kernel::kChunkedThreads;
 }
 
-/// A staged plan with `cluster` CTAs per row, staging the parameters too if
-/// asked; fails if it needs more than `limit` bytes of shared memory per CTA.
-inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, bool params, int64_t limit,
-                        LaunchPlan* p) {
+inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, LaunchPlan* p) {
   set_chunks(f, cluster, p);
-  const int64_t bytes = ceil_div(p->chunk * f.storage_bytes, 16) * 16 + (params ? param_smem_bytes(f, p->chunk) : 0);
-  const int64_t optin = static_cast<int64_t>(d.max_smem_per_block_optin) - static_cast<int64_t>(kChunkedStaticSmem);
-  if (bytes > limit || bytes > optin) return false;
+  const size_t bytes = static_cast<size_t>(ceil_div(p->chunk * f.storage_bytes, 16) * 16);
+  if (bytes + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) return false;
   p->shape = cluster > 1 ? Shape::kRowInCluster : Shape::kRowInSmem;
-  p->smem_bytes = static_cast<size_t>(bytes);
-  p->stage_params = params && f.param_bytes_per_col > 0;
+  p->smem_bytes = bytes;
   return true;
-}
-
-/// The fewest CTAs per row (at most max_cluster) whose chunk fits: first with
-/// the parameters staged within the target size, then without, then without
-/// and up to all the shared memory a CTA may have.
-inline bool plan_staged_auto(const RowFormat& f, const DeviceCaps& d, int min_cluster, int max_cluster,
-                             LaunchPlan* p) {
-  const int64_t target = PlanTuning::kStagedChunkBytes;
-  const int64_t all = d.max_smem_per_block_optin;
-  for (int c = min_cluster; c <= max_cluster; ++c)
-    if (plan_staged(f, d, c, true, target, p)) return true;
-  for (int c = min_cluster; c <= max_cluster; ++c)
-    if (plan_staged(f, d, c, false, target, p)) return true;
-  for (int c = min_cluster; c <= max_cluster; ++c)
-    if (plan_staged(f, d, c, false, all, p)) return true;
-  return false;
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
@@ -177,7 +139,6 @@ inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* 
   }
   set_chunks(f, cluster, p);
   p->shape = Shape::kStreaming;
-  p->stage_params = false;
   p->smem_bytes = 0;
   return true;
 }
@@ -193,20 +154,32 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
   switch (requested) {
     case Shape::kRowsPerWarp: ok = detail::plan_rows_per_warp(f, &p); break;
     case Shape::kRowPerBlock: ok = detail::plan_row_per_block(f, &p); break;
-    case Shape::kRowInSmem: ok = detail::plan_staged_auto(f, d, 1, 1, &p); break;
-    case Shape::kRowInCluster:
-      ok = d.cluster_launch && detail::plan_staged_auto(f, d, 2, PlanTuning::kMaxCluster, &p);
+    case Shape::kRowInSmem: ok = detail::plan_staged(f, d, 1, &p); break;
+    case Shape::kRowInCluster: {
+      if (!d.cluster_launch) break;
+      const int64_t row_bytes = f.cols * f.storage_bytes;
+      int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
+      c = c < 2 ? 2 : (c > PlanTuning::kMaxCluster ? PlanTuning::kMaxCluster : c);
+      ok = detail::plan_staged(f, d, c, &p);
       break;
+    }
     case Shape::kStreaming: ok = detail::plan_streaming(f, d, &p); break;
     case Shape::kAuto: {
-      const int64_t x_row_bytes = f.cols * (16 / f.vec);
+      const int64_t x_row_bytes = f.cols * f.vec == 0 ? 0 : f.cols * (16 / f.vec);
       if (detail::plan_rows_per_warp(f, &p)) {
         ok = true;
       } else if (x_row_bytes <= PlanTuning::kAutoRegisterRowBytes && detail::plan_row_per_block(f, &p)) {
         ok = true;
       } else {
-        ok = detail::plan_staged_auto(f, d, 1, d.cluster_launch ? PlanTuning::kMaxCluster : 1, &p) ||
-             detail::plan_streaming(f, d, &p);
+        const int64_t row_bytes = f.cols * f.storage_bytes;
+        int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
+        if (c <= 1 || !d.cluster_launch) {
+          ok = detail::plan_staged(f, d, 1, &p);
+        } else {
+          for (; c <= PlanTuning::kMaxCluster && !ok; ++c) ok = detail::plan_staged(f, d, c, &p);
+          if (!ok) ok = detail::plan_staged(f, d, PlanTuning::kMaxCluster, &p);
+        }
+        if (!ok) ok = detail::plan_streaming(f, d, &p);
       }
       break;
     }
