@@ -72,6 +72,7 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(plan_of(f32_row(8193), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(16385), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(32768), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(bf16_row(65536), h200()).cluster, 2);
   const LaunchPlan c = plan_of(bf16_row(262144), h200());
   EXPECT_EQ(c.shape, Shape::kRowInCluster);
   EXPECT_GE(c.cluster, 2);

@@ -66,24 +66,27 @@ inline Status current_device_caps(int* device, DeviceCaps* caps) {
   return Status::kSuccess;
 }
 
-/// Per kernel function: prepares it for `smem` bytes of dynamic shared memory
-/// and returns how many CTAs of `threads` fit on one multiprocessor. Cached
-/// per (device, threads, smem); the first call per kernel also finds out
+/// Per kernel function: prepares it for dynamic shared memory and returns how
+/// many CTAs of `threads` with `smem` bytes fit on one multiprocessor, or, for
+/// cluster > 1, how many clusters of that size the whole device runs at once
+/// (fewer than CTAs / cluster: a cluster must fit in one GPC). Cached per
+/// (device, threads, smem, cluster); the first call per kernel also finds out
 /// whether the binary holds code for this device.
-inline Status kernel_occupancy(const void* func, int device, int threads, size_t smem, int* ctas_per_sm) {
+inline Status kernel_occupancy(const void* func, int device, int threads, size_t smem, int cluster, int* resident) {
   struct Entry {
     const void* func;
     int device;
     int threads;
     size_t smem;
-    int ctas;
+    int cluster;
+    int resident;
   };
   static std::mutex mutex;
   static std::vector<Entry> cache;
   std::lock_guard<std::mutex> lock(mutex);
   for (const Entry& e : cache) {
-    if (e.func == func && e.device == device && e.threads == threads && e.smem == smem) {
-      *ctas_per_sm = e.ctas;
+    if (e.func == func && e.device == device && e.threads == threads && e.smem == smem && e.cluster == cluster) {
+      *resident = e.resident;
       return Status::kSuccess;
     }
   }
@@ -99,15 +102,30 @@ inline Status kernel_occupancy(const void* func, int device, int threads, size_t
       err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, limit);
     }
   }
-  int ctas = 0;
-  if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, func, threads, smem);
+  int n = 0;
+  if (err == cudaSuccess && cluster <= 1) {
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, func, threads, smem);
+  } else if (err == cudaSuccess) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr_cluster;
+    attr_cluster.id = cudaLaunchAttributeClusterDimension;
+    attr_cluster.val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr_cluster.val.clusterDim.y = 1;
+    attr_cluster.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = &attr_cluster;
+    cfg.numAttrs = 1;
+    err = cudaOccupancyMaxActiveClusters(&n, func, &cfg);
+  }
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     return status_from_cuda(err, Status::kErrorCuda);
   }
-  if (ctas < 1) return Status::kErrorUnsupportedShape;
-  cache.push_back(Entry{func, device, threads, smem, ctas});
-  *ctas_per_sm = ctas;
+  if (n < 1) return Status::kErrorUnsupportedShape;
+  cache.push_back(Entry{func, device, threads, smem, cluster, n});
+  *resident = n;
   return Status::kSuccess;
 }
 

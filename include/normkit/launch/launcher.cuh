@@ -81,7 +81,7 @@ struct Launcher {
       const void* func = warp ? reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>)
                               : reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>);
       int ctas_per_sm = 0;
-      Status s = kernel_occupancy(func, device, plan.threads, 0, &ctas_per_sm);
+      Status s = kernel_occupancy(func, device, plan.threads, 0, 1, &ctas_per_sm);
       if (s != Status::kSuccess) return s;
       const int64_t rows_per_cta = warp ? plan.threads / plan.group : 1;
       int64_t grid = ceil_div(p.rows, rows_per_cta);
@@ -100,14 +100,14 @@ struct Launcher {
     const bool staged = plan.shape != Shape::kStreaming;
     const void* func = staged ? reinterpret_cast<const void*>(&kernel::row_chunked<Problem, true>)
                               : reinterpret_cast<const void*>(&kernel::row_chunked<Problem, false>);
-    int ctas_per_sm = 0;
-    Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, &ctas_per_sm);
+    // Resident clusters (for one CTA per row: resident CTAs); the grid strides
+    // over the rows beyond, so a grid larger than what runs at once would leave
+    // whole row lists for a second wave.
+    int resident = 0;
+    Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, plan.cluster, &resident);
     if (s != Status::kSuccess) return s;
-    const int64_t c = plan.cluster;
-    int64_t grid = p.rows * c;
-    int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count / c * c;
-    if (resident < c) resident = c;
-    if (grid > resident) grid = resident;
+    const int64_t units = plan.cluster == 1 ? static_cast<int64_t>(resident) * caps.sm_count : resident;
+    const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
     if (staged) {
       return launch_kernel(&kernel::row_chunked<Problem, true>, grid, plan.threads, plan.smem_bytes, plan.cluster,
                            stream, p, plan.chunk);

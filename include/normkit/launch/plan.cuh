@@ -69,7 +69,7 @@ struct LaunchPlan {
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
-  static constexpr int64_t kStagedChunkBytes = 65536;      ///< target staged bytes per CTA
+  static constexpr int64_t kStagedChunkBytes = 98304;      ///< target staged bytes per CTA (two CTAs per SM)
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
 };

@@ -38,11 +38,20 @@ struct TwoPass {
 
     SumPair dev{0.f, 0.f};
     view.for_each_slot([&](const float (&v)[VEC], int valid) {
+      if (valid == VEC) {  // the common case: no mask to apply
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float d = i < valid ? v[i] - mean : 0.f;
-        dev.first += d;
-        dev.second = fmaf(d, d, dev.second);
+        for (int i = 0; i < VEC; ++i) {
+          const float d = v[i] - mean;
+          dev.first += d;
+          dev.second = fmaf(d, d, dev.second);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          const float d = i < valid ? v[i] - mean : 0.f;
+          dev.first += d;
+          dev.second = fmaf(d, d, dev.second);
+        }
       }
     });
     dev = reducer.all_reduce(dev, Sum{});
