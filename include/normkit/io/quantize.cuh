@@ -1,0 +1,74 @@
+// normkit/io/quantize.cuh: output policies that quantize y to fp8 (e4m3, e5m2)
+// or int8, for the matrix multiply that usually follows a norm.
+//
+// QuantStatic:     y_q = q(y / scale) with one scale for the whole tensor.
+// QuantDynamicRow: per row, scale = max|y| / max(Q) (at least max(Q)^-1 / 512,
+//                  as vLLM, so a row of zeros stays finite), written to
+//                  row_scales[row] as fp32, then y_q = q(y / scale). The row's
+//                  max|y| is reduced from the row held on chip (registers or
+//                  shared memory): x is never read again for it.
+// q() rounds to nearest even and saturates to the finite range of Q (int8:
+// [-128, 127]). Dequantize with y ~ y_q * scale.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../block/vector_access.cuh"
+#include "../config.cuh"
+#include "../types.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace output {
+
+template <class Q>
+struct QuantStatic {
+  static_assert(is_quantized_type_v<Q>, "normkit::output::QuantStatic: Q must be float8_e4m3, float8_e5m2 or int8_t");
+  using Type = Q;
+  struct Params {
+    float inv_scale = 1.f;  ///< 1 / scale, set by the launcher from a positive, finite scale
+  };
+  static constexpr bool kNeedsRowAbsMax = false;
+  static void prepare(Params&) {}
+
+  template <class P>
+  static NORMKIT_DEVICE float row_factor(const P& p, int64_t, float, bool) {
+    return p.output.inv_scale;
+  }
+
+  template <int VEC, class P>
+  static NORMKIT_DEVICE detail::RawSlot<Q, VEC> pack(const P&, float factor, const float (&v)[VEC]) {
+    detail::RawSlot<Q, VEC> r;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) r.v[i] = detail::from_float<Q>(v[i] * factor);
+    return r;
+  }
+};
+
+template <class Q>
+struct QuantDynamicRow {
+  static_assert(is_quantized_type_v<Q>,
+                "normkit::output::QuantDynamicRow: Q must be float8_e4m3, float8_e5m2 or int8_t");
+  using Type = Q;
+  struct Params {
+    float* row_scales = nullptr;  ///< fp32 [rows]: the scale of each row
+  };
+  static constexpr bool kNeedsRowAbsMax = true;
+  static void prepare(Params&) {}
+
+  template <class P>
+  static NORMKIT_DEVICE float row_factor(const P& p, int64_t row, float absmax, bool leader) {
+    constexpr float kMax = QuantLimits<Q>::kMax;
+    const float scale = fmaxf(absmax / kMax, 1.0f / (kMax * 512.0f));
+    if (leader) p.output.row_scales[row] = scale;
+    return 1.0f / scale;
+  }
+
+  template <int VEC, class P>
+  static NORMKIT_DEVICE detail::RawSlot<Q, VEC> pack(const P& p, float factor, const float (&v)[VEC]) {
+    return QuantStatic<Q>::template pack<VEC>(p, factor, v);
+  }
+};
+
+}  // namespace output
+NORMKIT_NAMESPACE_END

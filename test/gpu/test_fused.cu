@@ -1,0 +1,193 @@
+// Residual add fused with RMSNorm / LayerNorm: residual_out holds exactly
+// round(x + residual), y is the norm of that stored value (against float64),
+// in place and out of place, on every kernel shape; bad arguments rejected.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "dispatch_extra.h"
+#include "test_support.h"
+
+namespace {
+
+using nktest::DeviceBuffer;
+using nktest::DType;
+using nktest::Op;
+using normkit::Shape;
+
+struct FusedCase {
+  Op op = Op::kRmsNorm;
+  DType t = DType::kBF16, w = DType::kBF16;
+  Shape shape = Shape::kAuto;
+  int64_t rows = 7, cols = 1000;
+  bool in_place = false;  // residual_out == residual and y == x (vLLM's form)
+  int64_t stride = -1;    // row stride of every buffer (-1: contiguous)
+};
+
+std::string describe(const FusedCase& c) {
+  return std::string(c.op == Op::kRmsNorm ? "add+RMSNorm" : "add+LayerNorm") + " " + nktest::dtype_name(c.t) +
+         " w=" + nktest::dtype_name(c.w) + " shape=" + normkit::shape_name(c.shape) + " M=" + std::to_string(c.rows) +
+         " N=" + std::to_string(c.cols) + (c.in_place ? " in_place" : "") + " stride=" + std::to_string(c.stride);
+}
+
+void check_fused(const FusedCase& c) {
+  SCOPED_TRACE(describe(c));
+  const uint64_t seed = nktest::fresh_seed();
+  nktest::Rng rng(seed);
+  const int64_t M = c.rows, N = c.cols, S = c.stride < 0 ? N : c.stride;
+  const int e = nktest::dtype_size(c.t), we = nktest::dtype_size(c.w);
+  const size_t bytes = static_cast<size_t>((M - 1) * S + N) * e;
+  std::vector<unsigned char> hx(bytes, 0), hr(bytes, 0), hw(N * we), hb(N * we);
+  for (int64_t r = 0; r < M; ++r) {
+    const double mu = 4 * rng.normal(), mr = 4 * rng.normal();
+    for (int64_t j = 0; j < N; ++j) {
+      nktest::store_as(c.t, mu + rng.normal(), &hx[(r * S + j) * e]);
+      nktest::store_as(c.t, mr + 2 * rng.normal(), &hr[(r * S + j) * e]);
+    }
+  }
+  for (int64_t j = 0; j < N; ++j) {
+    nktest::store_as(c.w, 1 + 0.3 * rng.normal(), &hw[j * we]);
+    nktest::store_as(c.w, 0.3 * rng.normal(), &hb[j * we]);
+  }
+  DeviceBuffer dx(bytes), dr(bytes), dro(bytes), dy(bytes), dw(N * we), db(N * we), dm(M * 4), ds(M * 4);
+  ASSERT_EQ(cudaMemcpy(dx.data(), hx.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dr.data(), hr.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dw.data(), hw.data(), hw.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.data(), hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dro.data(), 0xFF, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dy.data(), 0xFF, bytes), cudaSuccess);
+  nktest::AddNormCall call;
+  call.op = c.op;
+  call.x_type = c.t;
+  call.w_type = c.w;
+  call.x = dx.data();
+  call.residual = dr.data();
+  call.residual_out = c.in_place ? dr.data() : dro.data();
+  call.y = c.in_place ? dx.data() : dy.data();
+  call.weight = dw.data();
+  call.bias = db.data();
+  call.mean = reinterpret_cast<float*>(dm.data());
+  call.rstd = reinterpret_cast<float*>(ds.data());
+  call.rows = M;
+  call.cols = N;
+  call.x_stride = call.residual_stride = call.residual_out_stride = call.y_stride = c.stride;
+  call.eps = 1e-5f;
+  call.shape = c.shape;
+  ASSERT_EQ(nktest::launch_add_norm(call), normkit::Status::kSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<unsigned char> gy(bytes), gro(bytes);
+  ASSERT_EQ(cudaMemcpy(gy.data(), call.y, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gro.data(), call.residual_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+
+  const nktest::Tolerance tol = nktest::output_tolerance(c.t);
+  int64_t bad_h = 0, bad_y = 0;
+  std::vector<double> h(N);
+  std::vector<unsigned char> want_h(e);
+  for (int64_t r = 0; r < M; ++r) {
+    for (int64_t j = 0; j < N; ++j) {
+      const size_t off = (r * S + j) * e;
+      // h = x + residual in fp32, rounded to the residual's type: bit for bit.
+      const float sum = static_cast<float>(nktest::load_as(c.t, &hx[off])) + static_cast<float>(nktest::load_as(c.t, &hr[off]));
+      nktest::store_as(c.t, sum, want_h.data());
+      if (std::memcmp(want_h.data(), &gro[off], e) != 0 && bad_h++ == 0) {
+        ADD_FAILURE() << "residual_out row " << r << " col " << j << ": got " << nktest::load_as(c.t, &gro[off])
+                      << " want " << nktest::load_as(c.t, want_h.data()) << " seed " << seed;
+      }
+      h[j] = nktest::load_as(c.t, want_h.data());
+    }
+    const auto ref = nktest::reference_row(c.op, h.data(), N, 1e-5);
+    for (int64_t j = 0; j < N; ++j) {
+      const double w = nktest::load_as(c.w, &hw[j * we]);
+      const double b = c.op == Op::kLayerNorm ? nktest::load_as(c.w, &hb[j * we]) : 0.0;
+      const double want = (h[j] - ref.mean) * ref.rstd * w + b;
+      const double got = nktest::load_as(c.t, &gy[(r * S + j) * e]);
+      if (!(std::fabs(got - want) <= tol.atol + tol.rtol * std::fabs(want)) && bad_y++ == 0) {
+        ADD_FAILURE() << "y row " << r << " col " << j << ": got " << got << " want " << want << " seed " << seed;
+      }
+    }
+  }
+  EXPECT_EQ(bad_h, 0);
+  EXPECT_EQ(bad_y, 0);
+}
+
+TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
+  NK_REQUIRE_GPU();
+  const std::pair<Shape, int64_t> shapes[] = {{Shape::kRowsPerWarp, 1},    {Shape::kRowsPerWarp, 257},
+                                              {Shape::kRowPerBlock, 4099}, {Shape::kRowInSmem, 20000},
+                                              {Shape::kRowInCluster, 70001}, {Shape::kStreaming, 300007},
+                                              {Shape::kAuto, 8192},        {Shape::kAuto, 65536}};
+  for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+    for (const auto& [shape, n] : shapes) {
+      for (bool in_place : {false, true}) {
+        FusedCase c;
+        c.op = op;
+        c.shape = shape;
+        c.cols = n;
+        c.rows = n > 100000 ? 3 : 37;
+        c.in_place = in_place;
+        check_fused(c);
+      }
+    }
+  }
+}
+
+TEST(Fused, DtypesStridesAndFp32Weights) {
+  NK_REQUIRE_GPU();
+  for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+      FusedCase c;
+      c.op = op;
+      c.t = c.w = t;
+      c.cols = 3001;
+      c.rows = 19;
+      check_fused(c);
+      c.stride = 3011;
+      check_fused(c);
+    }
+    FusedCase c;
+    c.op = op;
+    c.w = DType::kF32;
+    c.cols = 5120;
+    check_fused(c);
+  }
+}
+
+TEST(Fused, BadArgumentsAreRejected) {
+  // No device needed: validation happens before any CUDA call.
+  nktest::AddNormCall c;
+  c.x = reinterpret_cast<void*>(0x100000);
+  c.y = reinterpret_cast<void*>(0x200000);
+  c.residual = reinterpret_cast<void*>(0x300000);
+  c.residual_out = reinterpret_cast<void*>(0x400000);
+  c.rows = 8;
+  c.cols = 1024;
+  nktest::AddNormCall bad = c;
+  bad.residual = nullptr;
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorNullPointer);
+  bad = c;
+  bad.residual_out = nullptr;
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorNullPointer);
+  bad = c;
+  bad.residual_out = c.y;  // h and y in the same buffer
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorOverlap);
+  bad = c;
+  bad.residual_out = static_cast<char*>(const_cast<void*>(c.residual)) + 64;  // partly over residual
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorOverlap);
+  bad = c;
+  bad.residual_out = const_cast<void*>(c.x);  // h over x
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorOverlap);
+  bad = c;
+  bad.residual_stride = 100;
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorInvalidStride);
+  bad = c;
+  bad.eps = -1;
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kErrorInvalidEpsilon);
+  bad = c;
+  bad.rows = 0;
+  bad.residual = nullptr;
+  EXPECT_EQ(nktest::launch_add_norm(bad), normkit::Status::kSuccess);  // M == 0: nothing to do
+}
+
+}  // namespace

@@ -1,0 +1,202 @@
+// Quantizing outputs (fp8 e4m3, e5m2, int8) with static per-tensor and
+// dynamic per-row scales: every element within one quantization step of the
+// float64 reference, scales against max|y| / max(Q); bad scales rejected.
+#include <gtest/gtest.h>
+
+#include <cuda_fp8.h>
+
+#include <cmath>
+#include <vector>
+
+#include "dispatch_extra.h"
+#include "test_support.h"
+
+namespace {
+
+using nktest::DeviceBuffer;
+using nktest::DType;
+using nktest::Op;
+using nktest::QType;
+using normkit::Shape;
+
+double qmax(QType q) { return q == QType::kE4M3 ? 448.0 : q == QType::kE5M2 ? 57344.0 : 127.0; }
+
+double dequant(QType q, unsigned char b) {
+  switch (q) {
+    case QType::kE4M3: {
+      __nv_fp8_e4m3 v;
+      v.__x = b;
+      return static_cast<float>(v);
+    }
+    case QType::kE5M2: {
+      __nv_fp8_e5m2 v;
+      v.__x = b;
+      return static_cast<float>(v);
+    }
+    case QType::kInt8: return static_cast<int8_t>(b);
+  }
+  return 0;
+}
+
+// Spacing of representable values of q around magnitude a.
+double step(QType q, double a) {
+  if (q == QType::kInt8) return 1.0;
+  const int mant = q == QType::kE4M3 ? 3 : 2;
+  const int min_exp = q == QType::kE4M3 ? -6 : -14;
+  const int e = a > 0 ? std::max(static_cast<int>(std::floor(std::log2(a))), min_exp) : min_exp;
+  return std::ldexp(1.0, e - mant);
+}
+
+struct QuantCase {
+  Op op = Op::kRmsNorm;
+  DType x = DType::kBF16;
+  QType q = QType::kE4M3;
+  bool dynamic = true;
+  Shape shape = Shape::kAuto;
+  int64_t rows = 33, cols = 4096;
+};
+
+void check_quant(const QuantCase& c) {
+  SCOPED_TRACE(std::string(c.op == Op::kRmsNorm ? "RMSNorm" : "LayerNorm") + " x=" + nktest::dtype_name(c.x) +
+               " q=" + nktest::qtype_name(c.q) + (c.dynamic ? " dynamic" : " static") + " shape=" +
+               normkit::shape_name(c.shape) + " N=" + std::to_string(c.cols));
+  const uint64_t seed = nktest::fresh_seed();
+  nktest::Rng rng(seed);
+  const int64_t M = c.rows, N = c.cols;
+  const int e = nktest::dtype_size(c.x);
+  std::vector<unsigned char> hx(M * N * e), hw(N * e), hb(N * e);
+  for (int64_t r = 0; r < M; ++r) {
+    const double mu = 2 * rng.normal(), sd = 0.5 + rng.uniform();
+    for (int64_t j = 0; j < N; ++j) nktest::store_as(c.x, mu + sd * rng.normal(), &hx[(r * N + j) * e]);
+  }
+  for (int64_t j = 0; j < N; ++j) {
+    nktest::store_as(c.x, 1 + 0.3 * rng.normal(), &hw[j * e]);
+    nktest::store_as(c.x, 0.2 * rng.normal(), &hb[j * e]);
+  }
+  DeviceBuffer dx(hx.size()), dy(M * N), dw(hw.size()), db(hb.size()), dscale(M * 4);
+  ASSERT_EQ(cudaMemcpy(dx.data(), hx.data(), hx.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dw.data(), hw.data(), hw.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.data(), hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dy.data(), 0x7F, M * N), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dscale.data(), 0xFF, M * 4), cudaSuccess);
+  const double static_scale = 4.0 / qmax(c.q);  // |y| up to about 4 fills the range; larger saturates
+  nktest::QuantCall call;
+  call.op = c.op;
+  call.x_type = c.x;
+  call.q_type = c.q;
+  call.x = dx.data();
+  call.y = dy.data();
+  call.weight = dw.data();
+  call.bias = db.data();
+  call.static_scale = c.dynamic ? 0.f : static_cast<float>(static_scale);
+  call.row_scales = c.dynamic ? reinterpret_cast<float*>(dscale.data()) : nullptr;
+  call.rows = M;
+  call.cols = N;
+  call.eps = 1e-5f;
+  call.shape = c.shape;
+  ASSERT_EQ(nktest::launch_quant(call), normkit::Status::kSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<unsigned char> gy(M * N);
+  std::vector<float> gs(M);
+  ASSERT_EQ(cudaMemcpy(gy.data(), dy.data(), gy.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gs.data(), dscale.data(), M * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  int64_t bad = 0;
+  std::vector<double> xr(N), y(N);
+  for (int64_t r = 0; r < M; ++r) {
+    for (int64_t j = 0; j < N; ++j) xr[j] = nktest::load_as(c.x, &hx[(r * N + j) * e]);
+    const auto ref = nktest::reference_row(c.op, xr.data(), N, 1e-5);
+    double amax = 0;
+    for (int64_t j = 0; j < N; ++j) {
+      const double b = c.op == Op::kLayerNorm ? nktest::load_as(c.x, &hb[j * e]) : 0.0;
+      y[j] = (xr[j] - ref.mean) * ref.rstd * nktest::load_as(c.x, &hw[j * e]) + b;
+      amax = std::max(amax, std::fabs(y[j]));
+    }
+    double scale = static_scale;
+    if (c.dynamic) {
+      const double want = std::max(amax / qmax(c.q), 1.0 / (qmax(c.q) * 512));  // floor for all-zero rows
+      EXPECT_NEAR(gs[r], want, 1e-4 * want) << "row scale, row " << r << " seed " << seed;
+      scale = gs[r];
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      const double v = std::max(-qmax(c.q), std::min(qmax(c.q), y[j] / scale));
+      const double got = dequant(c.q, gy[r * N + j]);
+      // One step of the format at the reference's magnitude (fp32 compute may tip a tie).
+      if (!(std::fabs(got - v) <= step(c.q, std::fabs(v)) * 1.0001) && bad++ == 0) {
+        ADD_FAILURE() << "row " << r << " col " << j << ": got " << got << " want " << v << " (step "
+                      << step(c.q, std::fabs(v)) << ") seed " << seed;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(Quant, EveryFormatBothScalings) {
+  NK_REQUIRE_GPU();
+  for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+    for (QType q : {QType::kE4M3, QType::kE5M2, QType::kInt8}) {
+      for (bool dynamic : {false, true}) {
+        for (int64_t n : {1, 100, 4099, 20000}) {
+          QuantCase c;
+          c.op = op;
+          c.q = q;
+          c.dynamic = dynamic;
+          c.cols = n;
+          check_quant(c);
+        }
+      }
+    }
+  }
+}
+
+TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
+  NK_REQUIRE_GPU();
+  const std::pair<Shape, int64_t> shapes[] = {{Shape::kRowsPerWarp, 300}, {Shape::kRowPerBlock, 5000},
+                                              {Shape::kRowInSmem, 30000}, {Shape::kRowInCluster, 200001}};
+  for (const auto& [shape, n] : shapes) {
+    QuantCase c;
+    c.shape = shape;
+    c.cols = n;
+    c.rows = 9;
+    check_quant(c);
+  }
+  for (DType x : {DType::kF16, DType::kF32}) {
+    QuantCase c;
+    c.x = x;
+    c.cols = 3000;
+    check_quant(c);
+  }
+}
+
+TEST(Quant, BadScalesAndShapesAreRejected) {
+  nktest::QuantCall c;  // validation happens before any CUDA call: no device needed
+  c.x = reinterpret_cast<void*>(0x100000);
+  c.y = reinterpret_cast<void*>(0x900000);
+  c.rows = 4;
+  c.cols = 512;
+  EXPECT_EQ(nktest::launch_quant(c), normkit::Status::kErrorInvalidScale);  // no scale at all
+  for (float s : {-1.f, NAN, INFINITY}) {
+    nktest::QuantCall b = c;
+    b.static_scale = s;
+    EXPECT_EQ(nktest::launch_quant(b), normkit::Status::kErrorInvalidScale) << s;
+  }
+  nktest::QuantCall both = c;
+  both.static_scale = 1.f;
+  both.row_scales = reinterpret_cast<float*>(0x2000000);
+  EXPECT_EQ(nktest::launch_quant(both), normkit::Status::kErrorInvalidScale);
+  nktest::QuantCall overlap = c;
+  overlap.row_scales = reinterpret_cast<float*>(0x900000);  // scales over y
+  EXPECT_EQ(nktest::launch_quant(overlap), normkit::Status::kErrorOverlap);
+  nktest::QuantCall streaming = c;  // a per-row scale needs the row on chip: never streamed
+  streaming.row_scales = reinterpret_cast<float*>(0x2000000);
+  streaming.shape = Shape::kStreaming;
+  if (nktest::gpu_available()) {
+    EXPECT_EQ(nktest::launch_quant(streaming), normkit::Status::kErrorUnsupportedShape);
+  }
+  nktest::QuantCall unsupported = c;  // a combination that was not instantiated
+  unsupported.x_type = DType::kF16;
+  unsupported.q_type = QType::kInt8;
+  unsupported.static_scale = 1.f;
+  EXPECT_EQ(nktest::launch_quant(unsupported), normkit::Status::kErrorUnsupportedType);
+}
+
+}  // namespace

@@ -1,0 +1,57 @@
+// Type-erased launchers for the fused residual-add and quantizing variants
+// (instantiated once, in dispatch_fused.cu and dispatch_quant.cu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include <normkit/launch/plan.cuh>
+#include <normkit/status.cuh>
+
+#include "dispatch.h"
+
+namespace nktest {
+
+struct AddNormCall {
+  Op op = Op::kRmsNorm;
+  DType x_type = DType::kBF16, w_type = DType::kBF16;  // residual and y have x's type
+  const void* x = nullptr;
+  const void* residual = nullptr;
+  void* residual_out = nullptr;
+  void* y = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+  int64_t rows = 0, cols = 0;
+  int64_t x_stride = -1, residual_stride = -1, residual_out_stride = -1, y_stride = -1;  // -1: contiguous
+  float eps = 1e-6f;
+  normkit::Shape shape = normkit::Shape::kAuto;
+  cudaStream_t stream = nullptr;
+};
+normkit::Status launch_add_norm(const AddNormCall& c);
+
+enum class QType { kE4M3, kE5M2, kInt8 };
+const char* qtype_name(QType q);
+
+struct QuantCall {
+  Op op = Op::kRmsNorm;
+  DType x_type = DType::kBF16;  // weight and bias have x's type
+  QType q_type = QType::kE4M3;
+  const void* x = nullptr;
+  void* y = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  float static_scale = 0.f;
+  float* row_scales = nullptr;
+  int64_t rows = 0, cols = 0;
+  int64_t x_stride = -1, y_stride = -1;
+  float eps = 1e-6f;
+  normkit::Shape shape = normkit::Shape::kAuto;
+  cudaStream_t stream = nullptr;
+};
+/// kErrorUnsupportedType for combinations the tests do not instantiate.
+normkit::Status launch_quant(const QuantCall& c);
+
+}  // namespace nktest

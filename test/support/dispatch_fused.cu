@@ -1,0 +1,65 @@
+// Instantiations of the fused residual-add launchers used by the tests.
+#include <normkit/add_norm.cuh>
+
+#include "dispatch_extra.h"
+
+namespace nktest {
+namespace {
+
+int64_t stride_of(int64_t s) { return s < 0 ? normkit::kContiguous : s; }
+
+template <class T, class W>
+normkit::Status run(const AddNormCall& c) {
+  normkit::LaunchOptions opt;
+  opt.shape = c.shape;
+  if (c.op == Op::kRmsNorm) {
+    normkit::AddRmsNormArgs<T, T, T, W> a;
+    a.x = static_cast<const T*>(c.x);
+    a.residual = static_cast<const T*>(c.residual);
+    a.residual_out = static_cast<T*>(c.residual_out);
+    a.y = static_cast<T*>(c.y);
+    a.weight = static_cast<const W*>(c.weight);
+    a.rstd = c.rstd;
+    a.rows = c.rows;
+    a.cols = c.cols;
+    a.x_row_stride = stride_of(c.x_stride);
+    a.residual_row_stride = stride_of(c.residual_stride);
+    a.residual_out_row_stride = stride_of(c.residual_out_stride);
+    a.y_row_stride = stride_of(c.y_stride);
+    a.eps = c.eps;
+    return normkit::add_rms_norm_forward(a, c.stream, opt);
+  }
+  normkit::AddLayerNormArgs<T, T, T, W> a;
+  a.x = static_cast<const T*>(c.x);
+  a.residual = static_cast<const T*>(c.residual);
+  a.residual_out = static_cast<T*>(c.residual_out);
+  a.y = static_cast<T*>(c.y);
+  a.weight = static_cast<const W*>(c.weight);
+  a.bias = static_cast<const W*>(c.bias);
+  a.mean = c.mean;
+  a.rstd = c.rstd;
+  a.rows = c.rows;
+  a.cols = c.cols;
+  a.x_row_stride = stride_of(c.x_stride);
+  a.residual_row_stride = stride_of(c.residual_stride);
+  a.residual_out_row_stride = stride_of(c.residual_out_stride);
+  a.y_row_stride = stride_of(c.y_stride);
+  a.eps = c.eps;
+  return normkit::add_layer_norm_forward(a, c.stream, opt);
+}
+
+}  // namespace
+
+normkit::Status launch_add_norm(const AddNormCall& c) {
+  switch (c.x_type) {
+    case DType::kF32: return c.w_type == DType::kF32 ? run<float, float>(c) : normkit::Status::kErrorUnsupportedType;
+    case DType::kF16: return c.w_type == DType::kF16 ? run<normkit::half, normkit::half>(c)
+                                                      : normkit::Status::kErrorUnsupportedType;
+    case DType::kBF16:
+      return c.w_type == DType::kBF16 ? run<normkit::bfloat16, normkit::bfloat16>(c)
+                                      : run<normkit::bfloat16, float>(c);
+  }
+  return normkit::Status::kErrorUnsupportedType;
+}
+
+}  // namespace nktest

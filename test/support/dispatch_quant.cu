@@ -1,0 +1,72 @@
+// Instantiations of the quantizing launchers used by the tests: every output
+// format and both scalings for bf16 x; e4m3 for half and float x.
+#include <normkit/quantize.cuh>
+
+#include "dispatch_extra.h"
+
+namespace nktest {
+
+const char* qtype_name(QType q) {
+  switch (q) {
+    case QType::kE4M3: return "e4m3";
+    case QType::kE5M2: return "e5m2";
+    case QType::kInt8: return "int8";
+  }
+  return "?";
+}
+
+namespace {
+
+template <class X, class Q>
+normkit::Status run(const QuantCall& c) {
+  normkit::LaunchOptions opt;
+  opt.shape = c.shape;
+  const int64_t xs = c.x_stride < 0 ? normkit::kContiguous : c.x_stride;
+  const int64_t ys = c.y_stride < 0 ? normkit::kContiguous : c.y_stride;
+  if (c.op == Op::kRmsNorm) {
+    normkit::RmsNormQuantArgs<X, Q, X> a;
+    a.x = static_cast<const X*>(c.x);
+    a.y = static_cast<Q*>(c.y);
+    a.weight = static_cast<const X*>(c.weight);
+    a.static_scale = c.static_scale;
+    a.row_scales = c.row_scales;
+    a.rows = c.rows;
+    a.cols = c.cols;
+    a.x_row_stride = xs;
+    a.y_row_stride = ys;
+    a.eps = c.eps;
+    return normkit::rms_norm_quant_forward(a, c.stream, opt);
+  }
+  normkit::LayerNormQuantArgs<X, Q, X> a;
+  a.x = static_cast<const X*>(c.x);
+  a.y = static_cast<Q*>(c.y);
+  a.weight = static_cast<const X*>(c.weight);
+  a.bias = static_cast<const X*>(c.bias);
+  a.static_scale = c.static_scale;
+  a.row_scales = c.row_scales;
+  a.rows = c.rows;
+  a.cols = c.cols;
+  a.x_row_stride = xs;
+  a.y_row_stride = ys;
+  a.eps = c.eps;
+  return normkit::layer_norm_quant_forward(a, c.stream, opt);
+}
+
+}  // namespace
+
+normkit::Status launch_quant(const QuantCall& c) {
+  if (c.x_type == DType::kBF16) {
+    switch (c.q_type) {
+      case QType::kE4M3: return run<normkit::bfloat16, normkit::float8_e4m3>(c);
+      case QType::kE5M2: return run<normkit::bfloat16, normkit::float8_e5m2>(c);
+      case QType::kInt8: return run<normkit::bfloat16, int8_t>(c);
+    }
+  }
+  if (c.q_type == QType::kE4M3 && c.op == Op::kRmsNorm) {
+    if (c.x_type == DType::kF16) return run<normkit::half, normkit::float8_e4m3>(c);
+    if (c.x_type == DType::kF32) return run<float, normkit::float8_e4m3>(c);
+  }
+  return normkit::Status::kErrorUnsupportedType;
+}
+
+}  // namespace nktest
