@@ -12,23 +12,27 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/normkit-gpu-out}
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
-mkdir -p "$OUT"
+LOGS="$OUT/logs"  # per-run logs; packed into logs.tgz at the end ($OUT returns at most 8 files)
+mkdir -p "$OUT" "$LOGS"
+export LOGS
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(build test sanitize bench compare)
 summary=()
 want() { local s; for s in "${stages[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 note() { summary+=("$1"); echo "== $1"; }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$LOGS/gpu.txt"
 
 if want build; then
   start=$SECONDS
-  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DNORMKIT_BUILD_CAPI=ON >"$OUT/configure.log" 2>&1 &&
-    cmake --build "$BUILD" -j "$JOBS" >"$OUT/build.log" 2>&1
+  gen=(); keep_going=(-k)
+  command -v ninja >/dev/null && { gen=(-G Ninja); keep_going=(-k 0); }
+  # Keep going past a failing target, so that one broken benchmark does not cost the test run.
+  cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DNORMKIT_BUILD_CAPI=ON >"$LOGS/configure.log" 2>&1 &&
+    cmake --build "$BUILD" -j "$JOBS" -- "${keep_going[@]}" >"$LOGS/build.log" 2>&1
   rc=$?
   note "build: rc=$rc in $((SECONDS - start)) s"
-  [ $rc -ne 0 ] && tail -40 "$OUT/build.log"
+  [ $rc -ne 0 ] && grep -m20 -B2 -A8 'error' "$LOGS/build.log"
 fi
 
 gpu_tests=$(ls "$BUILD"/test/test_gpu_* "$BUILD"/test/test_host_* 2>/dev/null | grep -v -e '\.cmake$' -e '\[')
@@ -37,12 +41,13 @@ gpu_tests=$(ls "$BUILD"/test/test_gpu_* "$BUILD"/test/test_host_* 2>/dev/null | 
 run_gtest() {  # tool binary totals_file
   local tool=$1 bin=$2 totals=$3 name log start rc
   name=$(basename "$bin")
-  log="$OUT/${tool}_${name}.log"
+  log="$LOGS/${tool}_${name}.log"
   start=$SECONDS
   if [ "$tool" = plain ]; then
     "$bin" --gtest_brief=0 >"$log" 2>&1
   else
-    compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$bin" --gtest_brief=0 >"$log" 2>&1
+    NKTEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      --print-limit 20 "$bin" --gtest_brief=0 >"$log" 2>&1
   fi
   rc=$?
   local passed failed skipped errors
@@ -60,50 +65,63 @@ summarize() {  # label totals_file
        END {printf "%s: %d passed, %d failed, %d skipped, sanitizer errors %d%s\n", label, p, f, s, e, (bad ? ";" bad : "")}' "$2"
 }
 
-if want test; then
+if want profile; then
+  # Nsight Compute on a few kernels the performance notes discuss.
   start=$SECONDS
-  : >"$OUT/totals_plain.txt"
-  for b in $gpu_tests; do run_gtest plain "$b" "$OUT/totals_plain.txt"; done
-  note "$(summarize tests "$OUT/totals_plain.txt") in $((SECONDS - start)) s"
-  cat "$OUT/totals_plain.txt"
-  grep -h -A3 '^\[  FAILED  \]\|Failure$' "$OUT"/plain_*.log | head -60
-  grep -h '^\[ numerics \]\|^\[ cancel' "$OUT"/plain_*.log
+  for filter in ${PROFILE_FILTERS:-sweep/layer_norm/bf16/N:4096/ sweep/rms_norm/bf16/N:4096/ sweep/layer_norm/bf16/N:65536/}; do
+    name=$(echo "$filter" | tr '/:' '__')
+    timeout 120 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:'row|rows' \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      "$BUILD"/bench/normkit_bench --benchmark_filter="$filter" >"$LOGS/ncu_$name.txt" 2>&1
+  done
+  note "profile: $((SECONDS - start)) s"
 fi
 
-if want sanitize; then
+# The plain runs and the sanitizer runs share one pool of parallel jobs (the
+# sanitizers are mostly CPU-bound; the machine has 16 cores).
+tools=()
+want test && tools+=(plain)
+want sanitize && tools+=(memcheck racecheck initcheck synccheck)
+if [ ${#tools[@]} -gt 0 ]; then
   start=$SECONDS
-  : >"$OUT/totals_sanitize.txt"
-  for tool in memcheck racecheck initcheck synccheck; do
+  for tool in "${tools[@]}"; do : >"$LOGS/totals_$tool.txt"; done
+  for tool in "${tools[@]}"; do
     for b in $gpu_tests; do echo "$tool $b"; done
-  done | xargs -P "${SANITIZE_JOBS:-6}" -L 1 bash -c 'run_gtest "$0" "$1" "$OUT/totals_sanitize_$0.txt"'
-  for tool in memcheck racecheck initcheck synccheck; do
-    note "$(summarize "compute-sanitizer $tool" "$OUT/totals_sanitize_$tool.txt")"
+  done | xargs -P "${SANITIZE_JOBS:-16}" -L 1 bash -c 'run_gtest "$0" "$1" "$LOGS/totals_$0.txt"'
+  for tool in "${tools[@]}"; do
+    label=$([ "$tool" = plain ] && echo "tests" || echo "compute-sanitizer $tool")
+    note "$(summarize "$label" "$LOGS/totals_$tool.txt")"
   done
-  note "sanitize stage: $((SECONDS - start)) s"
-  grep -h -B2 -A12 '========= \(Invalid\|Race\|Uninitialized\|Barrier\|Error\)' "$OUT"/memcheck_*.log "$OUT"/racecheck_*.log \
-    "$OUT"/initcheck_*.log "$OUT"/synccheck_*.log 2>/dev/null | head -80
+  note "test and sanitize stages: $((SECONDS - start)) s"
+  for tool in "${tools[@]}"; do echo "-- $tool"; cat "$LOGS/totals_$tool.txt"; done
+  grep -h -A3 '^\[  FAILED  \]\|Failure$' "$LOGS"/plain_*.log 2>/dev/null | head -60
+  grep -h '^\[ numerics \]\|^\[ cancel' "$LOGS"/plain_*.log 2>/dev/null
+  grep -h -B2 -A12 '========= \(Invalid\|Race\|Uninitialized\|Barrier\|Error\)' "$LOGS"/memcheck_*.log \
+    "$LOGS"/racecheck_*.log "$LOGS"/initcheck_*.log "$LOGS"/synccheck_*.log 2>/dev/null | head -80
 fi
 
 if want bench; then
   start=$SECONDS
   "$BUILD"/bench/normkit_bench --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
-    ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>&1
+    ${BENCH_ARGS:-} >"$LOGS/bench.txt" 2>&1
   rc=$?
   note "bench: rc=$rc in $((SECONDS - start)) s"
-  python3 bench/report.py "$OUT/bench.json" --markdown "$OUT/benchmarks.md" --plot "$OUT/benchmarks.png" \
-    --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$OUT/report.txt" 2>&1
+  python3 bench/report.py "$OUT/bench.json" --md "$OUT/benchmarks.md" --png "$OUT/benchmarks.png" \
+    --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$LOGS/report.txt" 2>&1
   note "report: rc=$?"
-  tail -30 "$OUT/report.txt"
+  tail -30 "$LOGS/report.txt"
 fi
 
 if want compare; then
   start=$SECONDS
   PYTHONUNBUFFERED=1 python3 bench/compare_pytorch.py --lib "$BUILD"/bench/libnormkit_capi.so \
-    --out "$OUT/compare.json" ${COMPARE_ARGS:-} >"$OUT/compare.txt" 2>&1
+    --out "$OUT/compare.json" ${COMPARE_ARGS:-} >"$LOGS/compare.txt" 2>&1
   note "compare: rc=$? in $((SECONDS - start)) s"
-  tail -45 "$OUT/compare.txt"
+  tail -45 "$LOGS/compare.txt"
 fi
 
+printf '%s\n' "${summary[@]}" >"$LOGS/summary.txt"
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
 echo
 echo "==== summary"
 printf '%s\n' "${summary[@]}"

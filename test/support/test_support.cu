@@ -64,6 +64,14 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   for (auto& th : pool) th.join();
 }
 
+bool quick_mode() {
+  static const bool quick = [] {
+    const char* q = std::getenv("NKTEST_QUICK");
+    return q != nullptr && q[0] != '\0' && q[0] != '0';
+  }();
+  return quick;
+}
+
 uint64_t fresh_seed() {
   if (const char* s = std::getenv("NKTEST_SEED")) return std::strtoull(s, nullptr, 0);
   std::random_device rd;

@@ -53,6 +53,11 @@ class DeviceBuffer {
 /// Runs fn(begin, end) over [0, n) split across hardware threads.
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
+/// NKTEST_QUICK=1 (set by .ci/gpu.sh under compute-sanitizer, whose
+/// instrumentation makes kernels 10-100x slower): the same tests, with fewer
+/// rows per case.
+bool quick_mode();
+
 /// A fresh seed per call (from std::random_device), unless NKTEST_SEED is set.
 uint64_t fresh_seed();
 
