@@ -35,12 +35,15 @@ if want build; then
   [ $rc -ne 0 ] && grep -m20 -B2 -A8 'error' "$LOGS/build.log"
 fi
 
-gpu_tests=$(ls "$BUILD"/test/test_gpu_* "$BUILD"/test/test_host_* 2>/dev/null | grep -v -e '\.cmake$' -e '\[')
+gpu_tests=$(ls "$BUILD"/test/test_gpu_* "$BUILD"/test/test_host_validation 2>/dev/null | grep -v -e '\.cmake$' -e '\[')
+host_only_tests=$(ls "$BUILD"/test/test_host_* 2>/dev/null | grep -v -e '\.cmake$' -e '\[' -e validation)
 
 # Runs one gtest binary, appending its totals to a file: name passed failed skipped rc seconds.
-run_gtest() {  # tool binary totals_file
-  local tool=$1 bin=$2 totals=$3 name log start rc
+run_gtest() {  # tool binary totals_file [shard shards]
+  local tool=$1 bin=$2 totals=$3 shard=${4:-0} shards=${5:-1} name log start rc
   name=$(basename "$bin")
+  [ "$shards" -gt 1 ] && name="$name.$shard"
+  export GTEST_SHARD_INDEX=$shard GTEST_TOTAL_SHARDS=$shards
   log="$LOGS/${tool}_${name}.log"
   start=$SECONDS
   if [ "$tool" = plain ]; then
@@ -85,9 +88,19 @@ want sanitize && tools+=(memcheck racecheck initcheck synccheck)
 if [ ${#tools[@]} -gt 0 ]; then
   start=$SECONDS
   for tool in "${tools[@]}"; do : >"$LOGS/totals_$tool.txt"; done
+  # The binaries with the most GPU work run as gtest shards, so that the slow
+  # sanitizers (racecheck) finish in parallel.
   for tool in "${tools[@]}"; do
-    for b in $gpu_tests; do echo "$tool $b"; done
-  done | xargs -P "${SANITIZE_JOBS:-16}" -L 1 bash -c 'run_gtest "$0" "$1" "$LOGS/totals_$0.txt"'
+    for b in $gpu_tests; do
+      case "$(basename "$b")" in
+        test_gpu_shapes | test_gpu_dtypes) shards=${SHARDS:-8} ;;
+        test_gpu_large | test_gpu_invariance | test_gpu_layout) shards=2 ;;
+        *) shards=1 ;;
+      esac
+      for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done
+    done
+    [ "$tool" = plain ] && for b in $host_only_tests; do echo "$tool $b 0 1"; done
+  done | xargs -P "${SANITIZE_JOBS:-16}" -L 1 bash -c 'run_gtest "$0" "$1" "$LOGS/totals_$0.txt" "$2" "$3"'
   for tool in "${tools[@]}"; do
     label=$([ "$tool" = plain ] && echo "tests" || echo "compute-sanitizer $tool")
     note "$(summarize "$label" "$LOGS/totals_$tool.txt")"

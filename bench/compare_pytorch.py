@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compare normkit's LayerNorm / RMSNorm forward with PyTorch eager, torch.compile and a Triton row kernel.
+"""Compare normkit's LayerNorm / RMSNorm forward with PyTorch eager, torch.compile and a Triton row kernel,
+and normkit's fused residual add + RMSNorm with eager and torch.compile.
 
     cmake -S . -B build -DNORMKIT_BUILD_CAPI=ON && cmake --build build --target normkit_capi
     python3 bench/compare_pytorch.py --lib build/bench/libnormkit_capi.so --out compare.json
@@ -13,6 +14,13 @@ against eager within the dtype's tolerance; normkit's mean / rstd against an fp3
 Bytes for TB/s: x read, y written, weight (and bias) read once, the same count for every peer, so TB/s
 ratios are time ratios. normkit and Triton write no mean / rstd here (the inference call); eager's
 kernel writes them anyway (8 bytes per row), torch.compile's does not.
+
+Fused add + RMSNorm (op add_rms_norm, bf16 only, out of place; residual uniform in [-1, 1)): normkit's
+normkit_add_rms_norm_fwd against eager `h = x + r; y = F.rms_norm(h, (N,), w, eps)` returning (h, y), and
+the same function under torch.compile, which fuses it into one kernel. Bytes: 4 passes (x and r read,
+h and y written) plus the weight; eager really moves more (it reads h back). Checks: each peer's y
+against eager's within the dtype's tolerance, its h ("<peer>_residual") against eager's h within one
+rounding step of the dtype, and normkit's rstd against fp32 statistics of eager's h.
 """
 
 import argparse
@@ -29,13 +37,16 @@ import triton.language as tl
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6}  # PyTorch's defaults
+EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6}  # PyTorch's defaults
+FUSED_OPS = ("add_rms_norm",)
+FUSED_DTYPES = ["bf16"]
 # |peer - eager| <= atol + rtol * |eager|: one or two rounding steps of the output type.
 TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
 STATS_TOLERANCE = (1e-4, 1e-5)  # fp32 mean / rstd: (rtol, atol)
 TRITON_MAX_BLOCK = 65536
 DEFAULT_NS = [256, 1024, 4096, 8192, 16384, 32768, 65536, 131072]
 QUICK_NS = [1024, 8192, 65536]
+FUSED_NS = [1024, 4096, 8192, 16384, 32768, 65536]
 SMALL_N = 8192
 SMALL_MS = [1, 32, 128]
 GRAPH_CALLS = 100
@@ -59,11 +70,16 @@ class Normkit:
         lib.normkit_rms_norm_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
         lib.normkit_layer_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_add_rms_norm_fwd.argtypes = [i32, p, p, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_add_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
-        for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_layer_norm_shape", "normkit_rms_norm_shape"):
+        for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
+                  "normkit_layer_norm_shape", "normkit_rms_norm_shape", "normkit_add_rms_norm_shape"):
             getattr(lib, f).restype = i32
         self._lib = lib
+        self._shape_fns = {"layer_norm": lib.normkit_layer_norm_shape, "rms_norm": lib.normkit_rms_norm_shape,
+                           "add_rms_norm": lib.normkit_add_rms_norm_shape}
 
     def _check(self, rc, what):
         if rc != 0:
@@ -87,9 +103,20 @@ class Normkit:
         self._check(rc, op)
         return y
 
+    def add_rms_norm(self, x, r, w, h, y, eps, rstd=None):
+        """h = x + r (rounded), y = RMSNorm(h) * w; returns (h, y). h may be r and y may be x (in place)."""
+        for t in (x, r, h, y):
+            assert t.is_contiguous() and t.shape == x.shape and t.dtype == x.dtype
+        m, n = x.shape
+        stream = torch.cuda.current_stream().cuda_stream
+        rc = self._lib.normkit_add_rms_norm_fwd(DTYPE_CODES[x.dtype], x.data_ptr(), r.data_ptr(), h.data_ptr(),
+                                                y.data_ptr(), self._ptr(w), self._ptr(rstd), m, n, eps, stream)
+        self._check(rc, "add_rms_norm")
+        return h, y
+
     def shape(self, op, dtype, n):
         name = ctypes.c_char_p()
-        fn = self._lib.normkit_layer_norm_shape if op == "layer_norm" else self._lib.normkit_rms_norm_shape
+        fn = self._shape_fns[op]
         self._check(fn(DTYPE_CODES[dtype], n, ctypes.byref(name)), f"{op} shape")
         return name.value.decode()
 
@@ -154,6 +181,15 @@ def compiled_forward(op, n, eps):
     return torch.compile(lambda x, w: F.rms_norm(x, (n,), w, eps), dynamic=False)
 
 
+def warm_compile(call):
+    """Runs a torch.compile'd call once (compiling it), outside any timing; returns the call."""
+    t0 = time.time()
+    call()
+    torch.cuda.synchronize()
+    log(f"    torch.compile took {time.time() - t0:.1f} s")
+    return call
+
+
 def make_peers(op, lib, x, w, b, eps, with_compile):
     """name -> a call returning the output, every peer on the same x, w, b. Compiles outside any timing."""
     y_nk, y_tr = torch.empty_like(x), torch.empty_like(x)
@@ -163,13 +199,39 @@ def make_peers(op, lib, x, w, b, eps, with_compile):
     }
     if with_compile:
         fn = compiled_forward(op, x.shape[-1], eps)
-        peers["compile"] = (lambda: fn(x, w, b)) if op == "layer_norm" else (lambda: fn(x, w))
-        t0 = time.time()
-        peers["compile"]()
-        torch.cuda.synchronize()
-        log(f"    torch.compile took {time.time() - t0:.1f} s")
+        peers["compile"] = warm_compile((lambda: fn(x, w, b)) if op == "layer_norm" else (lambda: fn(x, w)))
     if triton_block(x.shape[-1]) <= TRITON_MAX_BLOCK:
         peers["triton"] = lambda: triton_forward(op, x, w, b, y_tr, eps)
+    return peers
+
+
+def eager_add_rms_norm(x, r, w, eps):
+    """The unfused residual add + RMSNorm: (h, y)."""
+    h = x + r
+    return h, F.rms_norm(h, (x.shape[-1],), w, eps)
+
+
+def compiled_add_rms_norm(n, eps):
+    """eager_add_rms_norm under a fresh torch.compile for one static shape (see compiled_forward)."""
+    torch._dynamo.reset()
+
+    def add_rms_norm(x, r, w):
+        h = x + r
+        return h, F.rms_norm(h, (n,), w, eps)
+
+    return torch.compile(add_rms_norm, dynamic=False)
+
+
+def make_fused_peers(lib, x, r, w, eps, with_compile):
+    """name -> a call returning (h, y), every peer on the same x, r, w; normkit out of place."""
+    h_nk, y_nk = torch.empty_like(x), torch.empty_like(x)
+    peers = {
+        "normkit": lambda: lib.add_rms_norm(x, r, w, h_nk, y_nk, eps),
+        "eager": lambda: eager_add_rms_norm(x, r, w, eps),
+    }
+    if with_compile:
+        fn = compiled_add_rms_norm(x.shape[-1], eps)
+        peers["compile"] = warm_compile(lambda: fn(x, r, w))
     return peers
 
 
@@ -183,6 +245,12 @@ def make_inputs(op, dtype, m, n):
 def bytes_moved(x, w, b):
     per = x.element_size()
     return 2 * x.numel() * per + w.numel() * per + (0 if b is None else b.numel() * per)
+
+
+def fused_bytes_moved(x, w):
+    """Residual add + RMSNorm: x and r read, h and y written (4 passes), weight read once."""
+    per = x.element_size()
+    return 4 * x.numel() * per + w.numel() * per
 
 
 # ---------------------------------------------------------------- checks
@@ -220,6 +288,31 @@ def check_outputs(op, lib, x, w, b, eps, peers):
         stats_ok = True
     stats_ok = stats_ok and max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0
     result["normkit_stats"] = {"ok": stats_ok}
+    return result
+
+
+def check_fused_outputs(lib, x, r, w, eps, peers):
+    """name -> {'ok', 'max_abs_err'}: each peer's y ('<name>') and h ('<name>_residual') against eager's,
+    and normkit's rstd against fp32 statistics of eager's h ('normkit_stats')."""
+    rtol, atol = TOLERANCE[x.dtype]
+    # h: x + r added in fp32 and rounded once to the dtype, by every peer: one rounding step at most.
+    h_rtol, h_atol = torch.finfo(x.dtype).eps, torch.finfo(x.dtype).tiny
+    ref_h, ref_y = eager_add_rms_norm(x, r, w, eps)
+    result = {}
+    for name, fn in peers.items():
+        if name == "eager":
+            continue
+        h, y = fn()
+        v, err = max_violation(y, ref_y, rtol, atol)
+        result[name] = {"ok": v <= 1.0, "max_abs_err": err}
+        v, err = max_violation(h, ref_h, h_rtol, h_atol)
+        result[name + "_residual"] = {"ok": v <= 1.0, "max_abs_err": err}
+        del h, y
+    del ref_y
+    rstd = torch.empty(x.shape[0], device="cuda")
+    lib.add_rms_norm(x, r, w, torch.empty_like(x), torch.empty_like(x), eps, rstd=rstd)
+    ref_rstd = torch.rsqrt(ref_h.float().square().mean(dim=-1) + eps)
+    result["normkit_stats"] = {"ok": max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0}
     return result
 
 
@@ -261,6 +354,16 @@ def time_graph_us(fn, calls=GRAPH_CALLS, samples=GRAPH_SAMPLES):
 # ---------------------------------------------------------------- the runs
 
 
+def make_record(op, dtype_name, m, n, shape, nbytes, times, checks):
+    return {
+        "op": op, "dtype": dtype_name, "N": n, "M": m, "shape": shape, "bytes": nbytes,
+        "time_us": times,
+        "TBps": {k: nbytes / (t * 1e-6) * 1e-12 for k, t in times.items()},
+        "normkit_speedup": {k: t / times["normkit"] for k, t in times.items() if k != "normkit"},
+        "checks": checks,
+    }
+
+
 def run_case(op, dtype_name, m, n, lib, args, timer):
     dtype = DTYPES[dtype_name]
     eps = EPS[op]
@@ -268,15 +371,23 @@ def run_case(op, dtype_name, m, n, lib, args, timer):
     peers = make_peers(op, lib, x, w, b, eps, not args.no_compile)
     checks = check_outputs(op, lib, x, w, b, eps, peers)
     times = {name: timer(fn) for name, fn in peers.items()}
-    nbytes = bytes_moved(x, w, b)
-    rec = {
-        "op": op, "dtype": dtype_name, "N": n, "M": m, "shape": lib.shape(op, dtype, n), "bytes": nbytes,
-        "time_us": times,
-        "TBps": {k: nbytes / (t * 1e-6) * 1e-12 for k, t in times.items()},
-        "normkit_speedup": {k: t / times["normkit"] for k, t in times.items() if k != "normkit"},
-        "checks": checks,
-    }
+    rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), bytes_moved(x, w, b), times, checks)
     del peers, x, w, b
+    torch.cuda.empty_cache()
+    return rec
+
+
+def run_fused_case(op, dtype_name, m, n, lib, args, timer):
+    """Residual add + RMSNorm, normkit out of place against eager and torch.compile."""
+    dtype = DTYPES[dtype_name]
+    eps = EPS[op]
+    x, w, _ = make_inputs("rms_norm", dtype, m, n)
+    r = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 1.0)
+    peers = make_fused_peers(lib, x, r, w, eps, not args.no_compile)
+    checks = check_fused_outputs(lib, x, r, w, eps, peers)
+    times = {name: timer(fn) for name, fn in peers.items()}
+    rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), fused_bytes_moved(x, w), times, checks)
+    del peers, x, r, w
     torch.cuda.empty_cache()
     return rec
 
@@ -287,12 +398,12 @@ PEER_ORDER = ["normkit", "eager", "compile", "triton"]
 def print_table(title, records, show_tbps):
     print(f"\n{title}")
     peers = [p for p in PEER_ORDER if any(p in r["time_us"] for r in records)]
-    head = f"{'op':<11}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<15}"
+    head = f"{'op':<13}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<15}"
     for p in peers:
         head += f"{p + ' us':>13}" + (f"{'TB/s':>7}" if show_tbps else "") + ("" if p == "normkit" else f"{'nk x':>7}")
     print(head + "  check")
     for r in records:
-        line = f"{r['op']:<11}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<15}"
+        line = f"{r['op']:<13}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<15}"
         for p in peers:
             if p not in r["time_us"]:
                 line += " " * (13 + (7 if show_tbps else 0) + (0 if p == "normkit" else 7))
@@ -307,9 +418,12 @@ def print_table(title, records, show_tbps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default="build/bench/libnormkit_capi.so", help="path of libnormkit_capi.so")
-    ap.add_argument("--ops", default="layer_norm,rms_norm")
-    ap.add_argument("--dtypes", default="bf16,fp32", help="comma-separated: fp32, fp16, bf16")
-    ap.add_argument("--ns", help="comma-separated row lengths (default: %s)" % ",".join(map(str, DEFAULT_NS)))
+    ap.add_argument("--ops", default="layer_norm,rms_norm,add_rms_norm",
+                    help="comma-separated: layer_norm, rms_norm, add_rms_norm (default: %(default)s)")
+    ap.add_argument("--dtypes", default="bf16,fp32",
+                    help="comma-separated: fp32, fp16, bf16 (default: %(default)s); add_rms_norm runs bf16 only")
+    ap.add_argument("--ns", help="comma-separated row lengths (default: %s; add_rms_norm: %s)"
+                    % (",".join(map(str, DEFAULT_NS)), ",".join(map(str, FUSED_NS))))
     ap.add_argument("--mib", type=int, default=512, help="size of x in MiB for the large batches (default: 512)")
     ap.add_argument("--quick", action="store_true", help=f"bf16 only, N in {QUICK_NS}, shorter timing")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out (it compiles every shape)")
@@ -319,30 +433,43 @@ def main():
 
     if not torch.cuda.is_available():
         sys.exit("compare_pytorch.py: no CUDA device visible to PyTorch")
-    lib = Normkit(args.lib)
     ops = args.ops.split(",")
+    unknown = [op for op in ops if op not in EPS]
+    if unknown:
+        sys.exit(f"compare_pytorch.py: unknown op(s) {','.join(unknown)}; known: {','.join(EPS)}")
+    lib = Normkit(args.lib)
     dtypes = ["bf16"] if args.quick else args.dtypes.split(",")
-    ns = [int(v) for v in args.ns.split(",")] if args.ns else (QUICK_NS if args.quick else DEFAULT_NS)
     torch.manual_seed(0)
     t_start = time.time()
 
+    def op_ns(op):
+        if args.ns:
+            return [int(v) for v in args.ns.split(",")]
+        return QUICK_NS if args.quick else (FUSED_NS if op in FUSED_OPS else DEFAULT_NS)
+
+    def runner(op):
+        return run_fused_case if op in FUSED_OPS else run_case
+
     large = []
     for op in ops:
-        for dtype_name in dtypes:
-            for n in ns:
+        for dtype_name in FUSED_DTYPES if op in FUSED_OPS else dtypes:
+            for n in op_ns(op):
                 m = max(1, args.mib * 2**20 // (n * DTYPES[dtype_name].itemsize))
                 log(f"  {op} {dtype_name} N={n} M={m}")
-                large.append(run_case(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick)))
+                large.append(runner(op)(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick)))
     small = []
     if not args.no_small:
         for op in ops:
             for m in SMALL_MS[::2] if args.quick else SMALL_MS:
                 log(f"  {op} bf16 N={SMALL_N} M={m} (CUDA graph)")
-                small.append(run_case(op, "bf16", m, SMALL_N, lib, args, time_graph_us))
+                small.append(runner(op)(op, "bf16", m, SMALL_N, lib, args, time_graph_us))
 
     gpu = torch.cuda.get_device_name()
     print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}")
-    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time; nk x: peer time / normkit time")
+    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for add_rms_norm (x + residual + "
+          "residual_out + y + weight bytes) / time; nk x: peer time / normkit time")
+    print("check: each peer's y against eager; for add_rms_norm also its residual_out ('<peer>_residual') against "
+          "eager's h; normkit's statistics ('normkit_stats') against fp32")
     print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)
     if small:
         print_table(f"small batches (CUDA graph of {GRAPH_CALLS} calls, per call, no flush)", small, show_tbps=False)

@@ -1,8 +1,9 @@
-// bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h. Six instantiations
-// (two ops, three dtypes), chosen at run time by the dtype code.
+// bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h. Nine instantiations
+// (three ops, three dtypes), chosen at run time by the dtype code.
 #include "normkit_capi.h"
 
 #include <cuda_runtime.h>
+#include <normkit/add_norm.cuh>
 #include <normkit/layer_norm.cuh>
 #include <normkit/rms_norm.cuh>
 
@@ -51,6 +52,23 @@ normkit::RmsNormArgs<T> rms_norm_args(const void* x, void* y, const void* weight
   return a;
 }
 
+template <class T>
+normkit::AddRmsNormArgs<T, T, T, T> add_rms_norm_args(const void* x, const void* residual, void* residual_out, void* y,
+                                                      const void* weight, float* rstd, int64_t rows, int64_t cols,
+                                                      float eps) {
+  normkit::AddRmsNormArgs<T, T, T, T> a;
+  a.x = static_cast<const T*>(x);
+  a.residual = static_cast<const T*>(residual);
+  a.residual_out = static_cast<T*>(residual_out);
+  a.y = static_cast<T*>(y);
+  a.weight = static_cast<const T*>(weight);
+  a.rstd = rstd;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
 /// Planning needs no buffers when M = 0, a valid call; the shape depends on N only.
 template <class Plan>
 int shape_of(int dtype, Plan&& plan, const char** shape_name) {
@@ -83,6 +101,16 @@ int normkit_rms_norm_fwd(int dtype, const void* x, void* y, const void* weight, 
   }));
 }
 
+int normkit_add_rms_norm_fwd(int dtype, const void* x, const void* residual, void* residual_out, void* y,
+                             const void* w, float* rstd, int64_t rows, int64_t cols, float eps, void* stream) {
+  return static_cast<int>(with_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return normkit::add_rms_norm_forward(
+        add_rms_norm_args<T>(x, residual, residual_out, y, w, rstd, rows, cols, eps),
+        static_cast<cudaStream_t>(stream));
+  }));
+}
+
 int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name) {
   return shape_of(
       dtype,
@@ -101,6 +129,17 @@ int normkit_rms_norm_shape(int dtype, int64_t cols, const char** shape_name) {
       [cols](auto tag, normkit::LaunchPlan* p) {
         using T = decltype(tag);
         return normkit::rms_norm_plan(rms_norm_args<T>(nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), p);
+      },
+      shape_name);
+}
+
+int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name) {
+  return shape_of(
+      dtype,
+      [cols](auto tag, normkit::LaunchPlan* p) {
+        using T = decltype(tag);
+        return normkit::add_rms_norm_plan(
+            add_rms_norm_args<T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), p);
       },
       shape_name);
 }

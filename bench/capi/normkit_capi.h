@@ -1,6 +1,7 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
- * forward, for callers outside C++ (bench/compare_pytorch.py loads it with
- * ctypes). x, y, weight and bias share one dtype; mean and rstd are fp32
+ * forward and residual add + RMSNorm, for callers outside C++
+ * (bench/compare_pytorch.py loads it with ctypes). x, y, weight, bias and the
+ * residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
  * cudaStream_t (NULL: the legacy default stream). Every function returns a
  * normkit::Status value (0 = success); none synchronizes. */
@@ -32,12 +33,22 @@ NORMKIT_CAPI_EXPORT int normkit_layer_norm_fwd(int dtype, const void* x, void* y
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_fwd(int dtype, const void* x, void* y, const void* weight, float* rstd,
                                              int64_t rows, int64_t cols, float eps, void* stream);
 
+/* residual_out = x + residual (added in fp32, rounded to the dtype), then
+ * y = residual_out * rstd * weight with rstd = 1 / sqrt(mean(residual_out^2) + eps),
+ * the statistics taken of the rounded residual_out. residual_out may equal
+ * residual and y may equal x (in place, as vLLM's fused_add_rms_norm); no other
+ * overlap is allowed. weight and rstd may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_fwd(int dtype, const void* x, const void* residual, void* residual_out,
+                                                 void* y, const void* w, float* rstd, int64_t rows, int64_t cols,
+                                                 float eps, void* stream);
+
 /* The kernel shape ("rows_per_warp", "row_per_block", "row_in_smem",
  * "row_in_cluster", "streaming") the forward call would use for rows of
  * `cols` on the current device; the shape never depends on the number of
  * rows. Stores a static string in *shape_name on success. */
 NORMKIT_CAPI_EXPORT int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
 
 /* A short English description of a status value. */
 NORMKIT_CAPI_EXPORT const char* normkit_status_string(int status);

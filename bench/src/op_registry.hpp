@@ -2,7 +2,7 @@
 // normkit entry point at one dtype, described by an OpSpec: how many bytes a
 // call must move, how to plan it, and how to set up device buffers and a
 // launch. Adding an op (a fused variant, say) is one "Bench" struct (see
-// norm_ops.cuh) and a one-line translation unit under ops/ that registers
+// norm_ops.cuh and fused_ops.cuh) and a one-line translation unit under ops/ that registers
 // make_op_spec<ThatBench>().
 #pragma once
 
@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cuda_check.hpp"
@@ -60,6 +62,8 @@ struct OpSpec {
   std::function<normkit::Status(int64_t cols, const normkit::LaunchOptions&, normkit::LaunchPlan*)> plan;
   /// Allocates and fills [rows, cols] inputs and outputs on the device.
   std::function<OpInstance(int64_t rows, int64_t cols)> setup;
+  /// The small-batch set's row lengths for this op; empty: the default set (suites.cu).
+  std::vector<int64_t> small_batch_cols;
 };
 
 /// Adds an op; returns true so a translation unit can register from a static initializer.
@@ -67,6 +71,16 @@ bool register_op(OpSpec spec);
 
 /// Every registered op, ordered by name, then dtype.
 std::vector<const OpSpec*> registered_ops();
+
+/// Whether a Bench struct has the optional members make_op_spec looks for.
+template <class Bench, class = void>
+struct HasPlanArgs : std::false_type {};
+template <class Bench>
+struct HasPlanArgs<Bench, std::void_t<decltype(Bench::plan_args(int64_t{}))>> : std::true_type {};
+template <class Bench, class = void>
+struct HasSmallBatchCols : std::false_type {};
+template <class Bench>
+struct HasSmallBatchCols<Bench, std::void_t<decltype(Bench::small_batch_cols())>> : std::true_type {};
 
 /// An OpSpec from a Bench struct providing:
 ///   static constexpr const char* kName;
@@ -76,6 +90,10 @@ std::vector<const OpSpec*> registered_ops();
 ///   static Args make_args(OpMemory&, int64_t rows, int64_t cols);
 ///   static normkit::Status forward(const Args&, cudaStream_t, const normkit::LaunchOptions&);
 ///   static normkit::Status plan(const Args&, normkit::LaunchPlan*, const normkit::LaunchOptions&);
+/// and optionally:
+///   static Args plan_args(int64_t cols);                // the arguments plan() gets (default:
+///                                                       // Args{} with cols set: M = 0, no buffers)
+///   static std::vector<int64_t> small_batch_cols();     // default: the small-batch set's own N
 template <class Bench>
 OpSpec make_op_spec() {
   OpSpec s;
@@ -83,10 +101,15 @@ OpSpec make_op_spec() {
   s.dtype = dtype_of<typename Bench::X>();
   s.bytes_moved = &Bench::bytes_moved;
   s.plan = [](int64_t cols, const normkit::LaunchOptions& opts, normkit::LaunchPlan* plan) {
-    typename Bench::Args a{};  // M = 0 and no buffers: a valid call, so it can be planned
-    a.cols = cols;
-    return Bench::plan(a, plan, opts);
+    if constexpr (HasPlanArgs<Bench>::value) {
+      return Bench::plan(Bench::plan_args(cols), plan, opts);
+    } else {
+      typename Bench::Args a{};  // M = 0 and no buffers: a valid call, so it can be planned
+      a.cols = cols;
+      return Bench::plan(a, plan, opts);
+    }
   };
+  if constexpr (HasSmallBatchCols<Bench>::value) s.small_batch_cols = Bench::small_batch_cols();
   s.setup = [](int64_t rows, int64_t cols) {
     OpInstance inst;
     const typename Bench::Args args = Bench::make_args(inst.memory, rows, cols);

@@ -3,6 +3,7 @@
 //   copy/<memcpy|vector>/moved_MiB:1024                   copy ceilings, 1 GiB moved
 //   sweep/<op>/<dtype>/N:<n>/M:<m>                        x about 512 MiB, L2 flushed
 //   small_batch/<op>/bf16/N:<n>/M:<m>                     per call, CUDA-graph replay
+//                                                         (N: the op's small_batch_cols, else 4096 and 8192)
 //   shape/<op>/<dtype>/N:<n>/M:<m>/shape:<shape>          NORMKIT_BENCH_SHAPES=1 only
 //
 // Google Benchmark appends "/iterations:1/manual_time". bench/report.py parses these names.
@@ -11,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -70,9 +72,21 @@ int64_t sweep_rows(const OpSpec& op, int64_t cols) {
   return rows < 1 ? 1 : rows;
 }
 
+/// False, with a note on stderr, when normkit has no kernel shape for rows of
+/// `cols` (per-row fp8 scales need the row on chip); any other plan failure
+/// registers, to show up as the benchmark's error.
+bool plannable(const OpSpec& op, int64_t cols) {
+  normkit::LaunchPlan plan;
+  if (op.plan(cols, normkit::LaunchOptions{}, &plan) != normkit::Status::kErrorUnsupportedShape) return true;
+  std::fprintf(stderr, "normkit_bench: %s/%s: no kernel shape holds N = %lld on this device; left out\n",
+               op.name.c_str(), dtype_name(op.dtype), static_cast<long long>(cols));
+  return false;
+}
+
 void register_sweep() {
   for (const OpSpec* op : registered_ops()) {
     for (int64_t cols : kSweepCols) {
+      if (!plannable(*op, cols)) continue;
       const int64_t rows = sweep_rows(*op, cols);
       add_norm(norm_name("sweep", *op, rows, cols), NormCase{op, rows, cols, normkit::Shape::kAuto, Method::kFlushed});
     }
@@ -82,7 +96,8 @@ void register_sweep() {
 void register_small_batch() {
   for (const OpSpec* op : registered_ops()) {
     if (op->dtype != DType::kBF16) continue;
-    for (int64_t cols : kSmallBatchCols) {
+    for (int64_t cols : op->small_batch_cols.empty() ? kSmallBatchCols : op->small_batch_cols) {
+      if (!plannable(*op, cols)) continue;
       for (int64_t rows : kSmallBatchRows) {
         add_norm(norm_name("small_batch", *op, rows, cols),
                  NormCase{op, rows, cols, normkit::Shape::kAuto, Method::kGraphReplay});

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include <normkit/launch/launcher.cuh>
+
 #include "test_support.h"
 
 namespace {
@@ -112,23 +114,24 @@ TEST(Launch, RunsOnTheCallersStreamAndInsideGraphCapture) {
   }
 }
 
+__global__ void never_runs(int* out) { *out = 1; }
+
 TEST(Launch, FailedLaunchIsReported) {
   NK_REQUIRE_GPU();
-  Buffers b(16, 1000);
-  // While another stream captures in global mode, launching into the legacy
-  // default stream is an error the runtime returns at launch time.
-  cudaStream_t capturing;
-  NK_CUDA_OK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
-  NK_CUDA_OK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
-  NormCall c = b.call();
-  c.stream = cudaStreamLegacy;
-  const Status s = nktest::launch(c);
-  cudaGraph_t g = nullptr;
-  (void)cudaStreamEndCapture(capturing, &g);
-  if (g) cudaGraphDestroy(g);
-  (void)cudaGetLastError();
-  cudaStreamDestroy(capturing);
+  // Every launcher launches through detail::launch_kernel. A configuration the
+  // runtime refuses (2048 threads per CTA) must come back as kErrorCudaLaunch,
+  // with the runtime's error cleared so that it does not surface in a later,
+  // unrelated call.
+  DeviceBuffer out(4);
+  const normkit::Status s = normkit::detail::launch_kernel(&never_runs, 1, 2048, 0, 1, nullptr,
+                                                          reinterpret_cast<int*>(out.data()));
   EXPECT_EQ(s, Status::kErrorCudaLaunch) << normkit::status_string(s);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  const normkit::Status too_much_smem =
+      normkit::detail::launch_kernel(&never_runs, 1, 32, size_t{1} << 30, 1, nullptr, reinterpret_cast<int*>(out.data()));
+  EXPECT_EQ(too_much_smem, Status::kErrorCudaLaunch);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace
