@@ -24,6 +24,9 @@ struct Buffers {
     EXPECT_EQ(cudaMemset(x.data(), 0x3C, x.size()), cudaSuccess);  // bf16 0x3C3C: about 0.0115
     EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
     EXPECT_EQ(cudaMemset(stats.data(), 0xFF, stats.size()), cudaSuccess);
+    // cudaMemset runs on the legacy stream, which a non-blocking stream does
+    // not wait for: finish it before any test launches on such a stream.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   NormCall call() const {
     NormCall c;
