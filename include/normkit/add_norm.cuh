@@ -123,21 +123,6 @@ using AddRmsNormProblem = Problem<X, stats::MeanSquare, Epilogue, input::AddResi
 template <class X, class R, class Y, class W, class Stats = stats::TwoPass, class Epilogue = epilogue::Affine<W>>
 using AddLayerNormProblem = Problem<X, Stats, Epilogue, input::AddResidual<X, R>, output::Convert<Y>>;
 
-template <class Problem, class Args>
-typename Problem::Params add_norm_params(const Args& a) {
-  typename Problem::Params p;
-  p.x = a.x;
-  p.y = a.y;
-  p.rstd = a.rstd;
-  p.rows = a.rows;
-  p.cols = a.cols;
-  p.x_stride = a.x_row_stride;
-  p.y_stride = a.y_row_stride;
-  p.eps = a.eps;
-  p.epilogue.weight = a.weight;
-  return p;
-}
-
 }  // namespace detail
 
 /// Validates and launches residual add + RMSNorm.
@@ -146,7 +131,7 @@ Status add_rms_norm_forward(const AddRmsNormArgs<X, R, Y, W>& a, cudaStream_t st
                             const LaunchOptions& options = {}) {
   static_assert(detail::check_io_types<X, Y, W>() && is_io_type_v<R>, "normkit: residual must be float, half or bfloat16");
   using P = detail::AddRmsNormProblem<X, R, Y, W>;
-  return detail::run_add<P>(detail::add_norm_params<P>(a), a, options, stream, nullptr);
+  return detail::run_add<P>(detail::params_from_args<P>(a), a, options, stream, nullptr);
 }
 
 /// Validates and launches residual add + LayerNorm (statistics policy selectable).
@@ -155,17 +140,14 @@ Status add_layer_norm_forward(const AddLayerNormArgs<X, R, Y, W>& a, cudaStream_
                               const LaunchOptions& options = {}) {
   static_assert(detail::check_io_types<X, Y, W>() && is_io_type_v<R>, "normkit: residual must be float, half or bfloat16");
   using P = detail::AddLayerNormProblem<X, R, Y, W, Stats>;
-  auto p = detail::add_norm_params<P>(a);
-  p.mean = a.mean;
-  p.epilogue.bias = a.bias;
-  return detail::run_add<P>(p, a, options, stream, nullptr);
+  return detail::run_add<P>(detail::params_from_args<P>(a), a, options, stream, nullptr);
 }
 
 /// The kernel shape add_rms_norm_forward would use.
 template <class X, class R, class Y, class W>
 Status add_rms_norm_plan(const AddRmsNormArgs<X, R, Y, W>& a, LaunchPlan* plan, const LaunchOptions& options = {}) {
   using P = detail::AddRmsNormProblem<X, R, Y, W>;
-  return detail::run_add<P>(detail::add_norm_params<P>(a), a, options, nullptr, plan);
+  return detail::run_add<P>(detail::params_from_args<P>(a), a, options, nullptr, plan);
 }
 
 /// vLLM's fused_add_rms_norm, in place: residual <- x + residual, x <- RMSNorm(residual) * weight.

@@ -32,19 +32,7 @@ using LayerNormProblem = Problem<X, Stats, epilogue::Affine<W>, input::Plain<X>,
 template <class X, class Y, class W, class Stats>
 typename LayerNormProblem<X, Y, W, Stats>::Params layer_norm_params(const LayerNormArgs<X, Y, W>& a) {
   static_assert(check_io_types<X, Y, W>());
-  typename LayerNormProblem<X, Y, W, Stats>::Params p;
-  p.x = a.x;
-  p.y = a.y;
-  p.mean = a.mean;
-  p.rstd = a.rstd;
-  p.rows = a.rows;
-  p.cols = a.cols;
-  p.x_stride = a.x_row_stride;
-  p.y_stride = a.y_row_stride;
-  p.eps = a.eps;
-  p.epilogue.weight = a.weight;
-  p.epilogue.bias = a.bias;
-  return p;
+  return params_from_args<LayerNormProblem<X, Y, W, Stats>>(a);
 }
 }  // namespace detail
 

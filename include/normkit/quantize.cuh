@@ -105,43 +105,23 @@ constexpr bool check_quant_types() {
   return true;
 }
 
-template <class Problem, class Args>
-typename Problem::Params quant_params(const Args& a) {
-  typename Problem::Params p;
-  p.x = a.x;
-  p.y = a.y;
-  p.rstd = a.rstd;
-  p.rows = a.rows;
-  p.cols = a.cols;
-  p.x_stride = a.x_row_stride;
-  p.y_stride = a.y_row_stride;
-  p.eps = a.eps;
-  p.epilogue.weight = a.weight;
-  return p;
-}
-
 template <class X, class Q, class W, class Output>
 using RmsQuantProblem = Problem<X, stats::MeanSquare, epilogue::Scale<W>, input::Plain<X>, Output>;
 template <class X, class Q, class W, class Output>
 using LayerQuantProblem = Problem<X, stats::TwoPass, epilogue::Affine<W>, input::Plain<X>, Output>;
 
-template <template <class, class, class, class> class ProblemOf, class X, class Q, class W, class Args, class Fill>
-Status dispatch_quant(const Args& a, const LaunchOptions& opts, cudaStream_t stream, LaunchPlan* plan_only,
-                      Fill fill) {
+template <template <class, class, class, class> class ProblemOf, class X, class Q, class W, class Args>
+Status dispatch_quant(const Args& a, const LaunchOptions& opts, cudaStream_t stream, LaunchPlan* plan_only) {
   static_assert(check_quant_types<X, Q, W>());
   QuantMode mode;
   const Status s = quant_mode(a, &mode);
   if (s != Status::kSuccess) return s;
   if (mode == QuantMode::kStatic) {
     using P = ProblemOf<X, Q, W, output::QuantStatic<Q>>;
-    auto p = quant_params<P>(a);
-    fill(p);
-    return run_quant<P>(p, a, opts, stream, plan_only);
+    return run_quant<P>(params_from_args<P>(a), a, opts, stream, plan_only);
   }
   using P = ProblemOf<X, Q, W, output::QuantDynamicRow<Q>>;
-  auto p = quant_params<P>(a);
-  fill(p);
-  return run_quant<P>(p, a, opts, stream, plan_only);
+  return run_quant<P>(params_from_args<P>(a), a, opts, stream, plan_only);
 }
 
 }  // namespace detail
@@ -150,23 +130,20 @@ Status dispatch_quant(const Args& a, const LaunchOptions& opts, cudaStream_t str
 template <class X, class Q, class W>
 Status rms_norm_quant_forward(const RmsNormQuantArgs<X, Q, W>& a, cudaStream_t stream = nullptr,
                               const LaunchOptions& options = {}) {
-  return detail::dispatch_quant<detail::RmsQuantProblem, X, Q, W>(a, options, stream, nullptr, [](auto&) {});
+  return detail::dispatch_quant<detail::RmsQuantProblem, X, Q, W>(a, options, stream, nullptr);
 }
 
 /// Validates and launches LayerNorm with a quantized output.
 template <class X, class Q, class W>
 Status layer_norm_quant_forward(const LayerNormQuantArgs<X, Q, W>& a, cudaStream_t stream = nullptr,
                                 const LaunchOptions& options = {}) {
-  return detail::dispatch_quant<detail::LayerQuantProblem, X, Q, W>(a, options, stream, nullptr, [&](auto& p) {
-    p.mean = a.mean;
-    p.epilogue.bias = a.bias;
-  });
+  return detail::dispatch_quant<detail::LayerQuantProblem, X, Q, W>(a, options, stream, nullptr);
 }
 
 /// The kernel shape rms_norm_quant_forward would use.
 template <class X, class Q, class W>
 Status rms_norm_quant_plan(const RmsNormQuantArgs<X, Q, W>& a, LaunchPlan* plan, const LaunchOptions& options = {}) {
-  return detail::dispatch_quant<detail::RmsQuantProblem, X, Q, W>(a, options, nullptr, plan, [](auto&) {});
+  return detail::dispatch_quant<detail::RmsQuantProblem, X, Q, W>(a, options, nullptr, plan);
 }
 
 NORMKIT_NAMESPACE_END

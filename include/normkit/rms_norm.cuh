@@ -26,17 +26,7 @@ using RmsNormProblem = Problem<X, stats::MeanSquare, epilogue::Scale<W>, input::
 template <class X, class Y, class W>
 typename RmsNormProblem<X, Y, W>::Params rms_norm_params(const RmsNormArgs<X, Y, W>& a) {
   static_assert(check_io_types<X, Y, W>());
-  typename RmsNormProblem<X, Y, W>::Params p;
-  p.x = a.x;
-  p.y = a.y;
-  p.rstd = a.rstd;
-  p.rows = a.rows;
-  p.cols = a.cols;
-  p.x_stride = a.x_row_stride;
-  p.y_stride = a.y_row_stride;
-  p.eps = a.eps;
-  p.epilogue.weight = a.weight;
-  return p;
+  return params_from_args<RmsNormProblem<X, Y, W>>(a);
 }
 }  // namespace detail
 

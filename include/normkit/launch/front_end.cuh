@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "../config.cuh"
 #include "../io/input.cuh"
@@ -47,19 +48,36 @@ Status validate_and_plan(typename Problem::Params p, const LaunchOptions& opts, 
   return Launcher<Problem>::plan(p, opts, plan);
 }
 
+// Which optional fields an argument struct has (LayerNorm has mean and bias,
+// RMSNorm neither; the policy front end carries the epilogue's params whole).
+#define NORMKIT_DETAIL_HAS_MEMBER(name)                                                     \
+  template <class A, class = void>                                                         \
+  struct has_##name : std::false_type {};                                                  \
+  template <class A>                                                                       \
+  struct has_##name<A, std::void_t<decltype(std::declval<const A&>().name)>> : std::true_type {};
+NORMKIT_DETAIL_HAS_MEMBER(mean)
+NORMKIT_DETAIL_HAS_MEMBER(weight)
+NORMKIT_DETAIL_HAS_MEMBER(bias)
+NORMKIT_DETAIL_HAS_MEMBER(epilogue)
+#undef NORMKIT_DETAIL_HAS_MEMBER
+
+/// Problem::Params from any of the public argument structs: the fields every
+/// struct has, then mean, weight, bias or epilogue params where present.
 template <class Problem, class Args>
-typename Problem::Params params_from_norm_args(const Args& a) {
+typename Problem::Params params_from_args(const Args& a) {
   typename Problem::Params p;
   p.x = a.x;
   p.y = a.y;
-  p.mean = a.mean;
   p.rstd = a.rstd;
   p.rows = a.rows;
   p.cols = a.cols;
   p.x_stride = a.x_row_stride;
   p.y_stride = a.y_row_stride;
   p.eps = a.eps;
-  p.epilogue = a.epilogue;
+  if constexpr (has_mean<Args>::value) p.mean = a.mean;
+  if constexpr (has_epilogue<Args>::value) p.epilogue = a.epilogue;
+  if constexpr (has_weight<Args>::value) p.epilogue.weight = a.weight;
+  if constexpr (has_bias<Args>::value) p.epilogue.bias = a.bias;
   return p;
 }
 
@@ -81,18 +99,18 @@ struct Normalization {
 
   /// Checks the arguments without touching memory or the device.
   static Status can_implement(const Args& args) {
-    auto p = detail::params_from_norm_args<Problem>(args);
+    auto p = detail::params_from_args<Problem>(args);
     Status s;
     detail::check_plain_params(p, &s);
     return s;
   }
   /// The kernel shape and sizes this call would use on the current device.
   static Status plan(const Args& args, LaunchPlan* plan, const LaunchOptions& opts = {}) {
-    return detail::validate_and_plan<Problem>(detail::params_from_norm_args<Problem>(args), opts, plan);
+    return detail::validate_and_plan<Problem>(detail::params_from_args<Problem>(args), opts, plan);
   }
   /// Validates and launches on `stream`. Never synchronizes.
   static Status forward(const Args& args, cudaStream_t stream = nullptr, const LaunchOptions& opts = {}) {
-    return detail::validate_and_run<Problem>(detail::params_from_norm_args<Problem>(args), opts, stream);
+    return detail::validate_and_run<Problem>(detail::params_from_args<Problem>(args), opts, stream);
   }
 };
 
