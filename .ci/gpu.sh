@@ -130,6 +130,16 @@ if [ ${#tools[@]} -gt 0 ]; then
     "$LOGS"/racecheck_*.log "$LOGS"/initcheck_*.log "$LOGS"/synccheck_*.log 2>/dev/null | head -80
 fi
 
+if want test; then
+  # The examples check themselves against a host computation and exit non-zero on a mismatch.
+  for ex in quickstart custom_kernel custom_epilogue; do
+    if [ -x "$BUILD/examples/$ex" ]; then
+      "$BUILD/examples/$ex" >"$LOGS/example_$ex.log" 2>&1
+      note "example $ex: rc=$? $(tail -1 "$LOGS/example_$ex.log")"
+    fi
+  done
+fi
+
 if want bench; then
   start=$SECONDS
   timeout "${BENCH_LIMIT:-240}" "$BUILD"/bench/normkit_bench --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
