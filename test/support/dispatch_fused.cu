@@ -12,8 +12,8 @@ template <class T, class W>
 normkit::Status run(const AddNormCall& c) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
-  if (c.op == Op::kRmsNorm) {
-    normkit::AddRmsNormArgs<T, T, T, W> a;
+  // The fields both argument structs share; LayerNorm's bias and mean after.
+  auto fill = [&](auto& a) {
     a.x = static_cast<const T*>(c.x);
     a.residual = static_cast<const T*>(c.residual);
     a.residual_out = static_cast<T*>(c.residual_out);
@@ -27,24 +27,16 @@ normkit::Status run(const AddNormCall& c) {
     a.residual_out_row_stride = stride_of(c.residual_out_stride);
     a.y_row_stride = stride_of(c.y_stride);
     a.eps = c.eps;
+  };
+  if (c.op == Op::kRmsNorm) {
+    normkit::AddRmsNormArgs<T, T, T, W> a;
+    fill(a);
     return normkit::add_rms_norm_forward(a, c.stream, opt);
   }
   normkit::AddLayerNormArgs<T, T, T, W> a;
-  a.x = static_cast<const T*>(c.x);
-  a.residual = static_cast<const T*>(c.residual);
-  a.residual_out = static_cast<T*>(c.residual_out);
-  a.y = static_cast<T*>(c.y);
-  a.weight = static_cast<const W*>(c.weight);
+  fill(a);
   a.bias = static_cast<const W*>(c.bias);
   a.mean = c.mean;
-  a.rstd = c.rstd;
-  a.rows = c.rows;
-  a.cols = c.cols;
-  a.x_row_stride = stride_of(c.x_stride);
-  a.residual_row_stride = stride_of(c.residual_stride);
-  a.residual_out_row_stride = stride_of(c.residual_out_stride);
-  a.y_row_stride = stride_of(c.y_stride);
-  a.eps = c.eps;
   return normkit::add_layer_norm_forward(a, c.stream, opt);
 }
 

@@ -21,10 +21,8 @@ template <class X, class Q>
 normkit::Status run(const QuantCall& c) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
-  const int64_t xs = c.x_stride < 0 ? normkit::kContiguous : c.x_stride;
-  const int64_t ys = c.y_stride < 0 ? normkit::kContiguous : c.y_stride;
-  if (c.op == Op::kRmsNorm) {
-    normkit::RmsNormQuantArgs<X, Q, X> a;
+  // The fields both argument structs share; LayerNorm's bias after.
+  auto fill = [&](auto& a) {
     a.x = static_cast<const X*>(c.x);
     a.y = static_cast<Q*>(c.y);
     a.weight = static_cast<const X*>(c.weight);
@@ -32,23 +30,18 @@ normkit::Status run(const QuantCall& c) {
     a.row_scales = c.row_scales;
     a.rows = c.rows;
     a.cols = c.cols;
-    a.x_row_stride = xs;
-    a.y_row_stride = ys;
+    a.x_row_stride = c.x_stride < 0 ? normkit::kContiguous : c.x_stride;
+    a.y_row_stride = c.y_stride < 0 ? normkit::kContiguous : c.y_stride;
     a.eps = c.eps;
+  };
+  if (c.op == Op::kRmsNorm) {
+    normkit::RmsNormQuantArgs<X, Q, X> a;
+    fill(a);
     return normkit::rms_norm_quant_forward(a, c.stream, opt);
   }
   normkit::LayerNormQuantArgs<X, Q, X> a;
-  a.x = static_cast<const X*>(c.x);
-  a.y = static_cast<Q*>(c.y);
-  a.weight = static_cast<const X*>(c.weight);
+  fill(a);
   a.bias = static_cast<const X*>(c.bias);
-  a.static_scale = c.static_scale;
-  a.row_scales = c.row_scales;
-  a.rows = c.rows;
-  a.cols = c.cols;
-  a.x_row_stride = xs;
-  a.y_row_stride = ys;
-  a.eps = c.eps;
   return normkit::layer_norm_quant_forward(a, c.stream, opt);
 }
 
