@@ -8,7 +8,8 @@
 #
 # Environment: BUILD (build folder, or prebuilt binaries laid out as one),
 # JOBS, SANITIZE_JOBS, SANITIZE_TIMEOUT (per run), STAGE_LIMIT (test+sanitize
-# deadline, s), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS.
+# deadline, s), SHARDS and SHARDS_MID (gtest shards of the heaviest and the
+# middle-weight binaries), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS.
 # Every stage ends by its own deadline, leaving nothing running: do not wrap
 # this script in `timeout` (that would orphan its jobs, which then disturb the
 # benchmarks). Each stage prints one summary line; the last lines of the output
@@ -111,7 +112,7 @@ if [ ${#tools[@]} -gt 0 ]; then
     for b in $gpu_tests; do
       case "$(basename "$b")" in
         test_gpu_shapes | test_gpu_dtypes) shards=${SHARDS:-8} ;;
-        test_gpu_large | test_gpu_invariance | test_gpu_layout) shards=2 ;;
+        test_gpu_large | test_gpu_invariance | test_gpu_layout | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         *) shards=1 ;;
       esac
       for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done

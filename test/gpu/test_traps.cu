@@ -3,7 +3,11 @@
 // a deliberately naive E[x^2] - E[x]^2 policy plugged into the same kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
 #include <vector>
 
 #include <normkit/layer_norm.cuh>
@@ -27,12 +31,21 @@ struct Outputs {
   normkit::Status status;
 };
 
+Outputs run_matrix(Op op, Shape shape, const std::vector<float>& x, int64_t n,
+                   nktest::StatsKind stats = nktest::StatsKind::kTwoPass);
+
 // fp32 in, fp32 out, no weight or bias: `rows` copies of `row`.
 Outputs run_rows(Op op, Shape shape, const std::vector<float>& row, int64_t rows, nktest::StatsKind stats =
                      nktest::StatsKind::kTwoPass) {
   const int64_t n = static_cast<int64_t>(row.size());
   std::vector<float> x(rows * n);
   for (int64_t r = 0; r < rows; ++r) std::copy(row.begin(), row.end(), x.begin() + r * n);
+  return run_matrix(op, shape, x, n, stats);
+}
+
+// fp32 in, fp32 out, no weight or bias, eps 0: the rows of x (n columns each).
+Outputs run_matrix(Op op, Shape shape, const std::vector<float>& x, int64_t n, nktest::StatsKind stats) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / n;
   DeviceBuffer dx(x.size() * 4), dy(x.size() * 4), dm(rows * 4), dr(rows * 4);
   Outputs o;
   EXPECT_EQ(cudaMemcpy(dx.data(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
@@ -228,6 +241,55 @@ normkit::Status launch_policy(const float* x, float* y, int64_t rows, int64_t n)
   a.rows = rows;
   a.cols = n;
   return Norm::forward(a);
+}
+
+// Where TwoPass takes one walk (shared-memory, cluster and streaming shapes)
+// it shifts by the mean of the row's first 16 bytes. When that shift is far
+// from the mean (here the first four elements sit 1e4 above the rest) it must
+// take its second walk and still meet the float64 bound; rows of a batch may
+// take different branches, so each row's bits must equal those of the same
+// row computed alone. The register shapes (two walks) must meet the same bounds.
+TEST(Numerics, PoorShiftTakesTheSecondWalk) {
+  NK_REQUIRE_GPU();
+  const std::pair<Shape, int64_t> cases[] = {{Shape::kRowsPerWarp, 200},   {Shape::kRowPerBlock, 3001},
+                                             {Shape::kRowInSmem, 20011},    {Shape::kRowInCluster, 70001},
+                                             {Shape::kStreaming, 70001},    {Shape::kAuto, 300007}};
+  const uint64_t seed = nktest::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (const auto& [shape, n] : cases) {
+    const int64_t rows = 6;
+    std::vector<float> x(rows * n);
+    std::normal_distribution<float> normal(5.f, 1.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c) x[r * n + c] = normal(rng) + ((r % 2 == 1 && c < 4) ? 1e4f : 0.f);
+    }
+    const Outputs batch = run_matrix(Op::kLayerNorm, shape, x, n);
+    ASSERT_EQ(batch.status, normkit::Status::kSuccess) << normkit::shape_name(shape);
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t c = 0; c < n; ++c) mean += x[r * n + c];
+      mean /= n;
+      for (int64_t c = 0; c < n; ++c) var += (x[r * n + c] - mean) * (x[r * n + c] - mean);
+      var /= n;
+      const double rstd = 1 / std::sqrt(var);
+      EXPECT_NEAR(batch.rstd[r] / rstd, 1.0, 1e-6) << normkit::shape_name(shape) << " row " << r;
+      EXPECT_NEAR(batch.mean[r], mean, 1e-6 * std::fabs(mean) + 1e-6) << normkit::shape_name(shape) << " row " << r;
+      for (int64_t c = 0; c < n; ++c) {
+        const double want = (x[r * n + c] - mean) * rstd;
+        worst = std::max(worst, std::fabs(batch.y[r * n + c] - want) / (1 + std::fabs(want)));
+      }
+      const std::vector<float> one(x.begin() + r * n, x.begin() + (r + 1) * n);
+      const Outputs alone = run_matrix(Op::kLayerNorm, shape, one, n);
+      ASSERT_EQ(alone.status, normkit::Status::kSuccess);
+      EXPECT_EQ(std::memcmp(alone.y.data(), batch.y.data() + r * n, n * sizeof(float)), 0)
+          << normkit::shape_name(shape) << " row " << r << " differs from the same row alone";
+      EXPECT_EQ(alone.rstd[0], batch.rstd[r]);
+      EXPECT_EQ(alone.mean[0], batch.mean[r]);
+    }
+    EXPECT_LT(worst, 2e-6) << normkit::shape_name(shape);
+  }
 }
 
 TEST(Traps, CatastrophicCancellation) {

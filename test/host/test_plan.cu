@@ -73,15 +73,20 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(plan_of(bf16_row(16385), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(32768), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(65536), h200()).cluster, 2);
-  const LaunchPlan c = plan_of(bf16_row(262144), h200());
+  // Rows up to 256 KiB stay on chip; longer ones stream (measured faster).
+  EXPECT_EQ(plan_of(f32_row(65536), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(f32_row(65537), h200()).shape, Shape::kStreaming);
+  EXPECT_EQ(plan_of(bf16_row(131073), h200()).shape, Shape::kStreaming);
+  const LaunchPlan c = plan_of(bf16_row(131072), h200());
   EXPECT_EQ(c.shape, Shape::kRowInCluster);
   EXPECT_GE(c.cluster, 2);
   EXPECT_LE(c.cluster, 8);
   EXPECT_LE(c.smem_bytes, 232448u);
-  EXPECT_EQ(c.chunk * c.cluster >= 262144, true);
+  EXPECT_EQ(c.chunk * c.cluster >= 131072, true);
   EXPECT_EQ(plan_of(bf16_row(1 << 20), h200()).shape, Shape::kStreaming);
   EXPECT_EQ(plan_of(f32_row(1 << 20), h200()).shape, Shape::kStreaming);
   // Without clusters: shared memory as far as it goes, then streaming with one CTA per row.
+  EXPECT_EQ(plan_of(bf16_row(16385), a100()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(65536), a100()).shape, Shape::kRowInSmem);
   const LaunchPlan s = plan_of(bf16_row(262144), a100());
   EXPECT_EQ(s.shape, Shape::kStreaming);

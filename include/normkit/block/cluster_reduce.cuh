@@ -19,6 +19,9 @@ NORMKIT_NAMESPACE_BEGIN
 template <class BlockReducer>
 class ClusterAllReduce {
  public:
+  /// Its reductions synchronize CTAs (statistics policies may trade walks for them).
+  static constexpr bool kSpansCtas = true;
+
   struct TempStorage {
     typename BlockReducer::TempStorage block;
     alignas(16) unsigned char partials[2][16];

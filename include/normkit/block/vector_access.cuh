@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../config.cuh"
 #include "../types.cuh"
@@ -40,6 +41,58 @@ template <class T, int VEC>
 struct alignas(VEC * sizeof(T) < 16 ? VEC * sizeof(T) : 16) RawSlot {
   T v[VEC];
 };
+
+/// Converts a slot to fp32. 16-bit types go a 32-bit word (two elements) at a
+/// time: one instruction per element (bf16: a shift or a mask; half: one
+/// conversion each), where element-wise code first extracts each half.
+template <class T, int VEC>
+NORMKIT_DEVICE void slot_to_float(const RawSlot<T, VEC>& raw, float (&out)[VEC]) {
+  if constexpr (std::is_same_v<T, bfloat16> && VEC % 2 == 0) {
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(raw.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) {
+      out[2 * i] = __uint_as_float(w[i] << 16);
+      out[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  } else if constexpr (std::is_same_v<T, half> && VEC % 2 == 0) {
+    const __half2* h = reinterpret_cast<const __half2*>(raw.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) {
+      const float2 f = __half22float2(h[i]);
+      out[2 * i] = f.x;
+      out[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = to_float(raw.v[i]);
+  }
+}
+
+/// Rounds fp32 values to a slot of T (nearest even); 16-bit types two at a
+/// time, with one packing conversion per pair.
+template <class T, int VEC>
+NORMKIT_DEVICE RawSlot<T, VEC> float_to_slot(const float (&v)[VEC]) {
+  RawSlot<T, VEC> r;
+  if constexpr (std::is_same_v<T, bfloat16> && VEC % 2 == 0) {
+    __nv_bfloat162* o = reinterpret_cast<__nv_bfloat162*>(r.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) o[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+  } else if constexpr (std::is_same_v<T, half> && VEC % 2 == 0) {
+    __half2* o = reinterpret_cast<__half2*>(r.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) o[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  } else if constexpr ((std::is_same_v<T, float8_e4m3> || std::is_same_v<T, float8_e5m2>) && VEC % 2 == 0) {
+    // Saturating to the finite range, as from_float does, two values per instruction.
+    constexpr __nv_fp8_interpretation_t kKind = std::is_same_v<T, float8_e4m3> ? __NV_E4M3 : __NV_E5M2;
+    __nv_fp8x2_storage_t* o = reinterpret_cast<__nv_fp8x2_storage_t*>(r.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) o[i] = __nv_cvt_float2_to_fp8x2(make_float2(v[2 * i], v[2 * i + 1]), __NV_SATFINITE, kKind);
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) r.v[i] = from_float<T>(v[i]);
+  }
+  return r;
+}
 
 }  // namespace detail
 

@@ -51,6 +51,19 @@ struct GroupReducer {
   NORMKIT_DEVICE T all_reduce(T v, Op op) const {
     return WarpAllReduce<32>::all_reduce(v, op, group);
   }
+  /// True when `b` holds for any lane of the warp. A group's shuffles are full-
+  /// warp shuffles, so a branch that reduces must be taken by the whole warp.
+  NORMKIT_DEVICE bool warp_any(bool b) const { return __any_sync(0xffffffffu, b) != 0; }
 };
+
+/// Whether a branch around further reductions must be entered: `b` is the
+/// same for every thread of a row, and a block or cluster reducer's threads
+/// all share the row, so it is `b` itself; a GroupReducer's warp holds
+/// several rows, so any of them.
+template <class Reducer>
+NORMKIT_DEVICE bool reduction_branch(const Reducer&, bool b) {
+  return b;
+}
+NORMKIT_DEVICE bool reduction_branch(const GroupReducer& r, bool b) { return r.warp_any(b); }
 
 NORMKIT_NAMESPACE_END

@@ -27,8 +27,7 @@ NORMKIT_DEVICE void load_param_slot(const W* p, int64_t col0, int valid, float f
   if (valid >= VEC && (reinterpret_cast<uintptr_t>(src) % kAlign) == 0) {
     detail::RawSlot<W, VEC> raw;
     detail::load_slot_raw<16, W, VEC>(src, raw);
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) out[i] = detail::to_float(raw.v[i]);
+    detail::slot_to_float(raw, out);
   } else {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) out[i] = i < valid ? detail::to_float(src[i]) : fill;

@@ -12,7 +12,12 @@
 //       int team, bool first_read, detail::RawSlot<Storage, VEC> (&v)[K]);
 // which fills K slots (see RowLoader for the layout) of the row, starting at
 // column col_base with n valid columns from there; invalid elements are zero.
-// `first_read` is false when a streaming kernel reads the row again.
+// `first_read` is false when a streaming kernel reads the row again. And
+//   template <int VEC, class P> static __device__ float pilot(const P& p,
+//       int64_t row);
+// a cheap estimate of the row's mean that every thread of the row computes
+// identically, from memory no thread writes before the row's first
+// reduction (TwoPass shifts by it; see stats/two_pass.cuh).
 // Rows are held raw (bf16 stays 2 bytes a value) and converted to fp32 slot by
 // slot where used: half the registers of an fp32 copy.
 #pragma once
@@ -40,6 +45,29 @@ struct Plain {
                                   int lane, int team, bool /*first_read*/, detail::RawSlot<X, VEC> (&v)[K]) {
     const X* src = p.x + row * p.x_stride + col_base;
     RowLoader<X, VEC>::template load_raw<K>(src, n, first_slot, lane, team, p.x_access, v);
+  }
+
+  /// The mean of the row's first 16 bytes (the same address for every thread,
+  /// so one transaction per warp, from L1 after the first). Rows shorter than
+  /// that or not 16-byte aligned take the first min(N, VEC) elements one by one.
+  template <int VEC, class P>
+  static NORMKIT_DEVICE float pilot(const P& p, int64_t row) {
+    const X* src = p.x + row * p.x_stride;
+    float v[VEC];
+    if (p.x_access >= 16 && p.cols >= VEC) {
+      detail::RawSlot<X, VEC> first;
+      detail::load_slot_raw<16, X, VEC>(src, first);
+      detail::slot_to_float(first, v);
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sum += v[i];
+      return sum * (1.0f / VEC);
+    }
+    const int k = p.cols < VEC ? static_cast<int>(p.cols) : VEC;
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sum += i < k ? detail::to_float(src[i]) : 0.f;
+    return sum / static_cast<float>(k);
   }
 };
 
@@ -82,13 +110,23 @@ struct AddResidual {
     RowLoader<R, VEC>::template load_raw<K>(rp, n, first_slot, lane, team, q.residual_access, v);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
+      float h[VEC], r[VEC];
+      detail::slot_to_float(xs[k], h);
+      detail::slot_to_float(v[k], r);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        // Padding stays 0 + 0 = 0.
-        v[k].v[i] = detail::from_float<R>(detail::to_float(xs[k].v[i]) + detail::to_float(v[k].v[i]));
-      }
+      for (int i = 0; i < VEC; ++i) h[i] += r[i];  // padding stays 0 + 0 = 0
+      v[k] = detail::float_to_slot<R, VEC>(h);
     }
     RowLoader<R, VEC>::template store_raw<K>(out, n, first_slot, lane, team, q.residual_out_access, v);
+  }
+
+  /// Zero: h's first elements are not safe to read (in place, residual_out is
+  /// residual, and the thread owning them may already have stored h there),
+  /// and x alone says little about h. Residual streams are centred, so zero
+  /// is usually a good shift; a row far from it takes TwoPass's second pass.
+  template <int VEC, class P>
+  static NORMKIT_DEVICE float pilot(const P&, int64_t) {
+    return 0.f;
   }
 };
 

@@ -38,10 +38,7 @@ struct Convert {
 
   template <int VEC, class P>
   static NORMKIT_DEVICE detail::RawSlot<Y, VEC> pack(const P&, float /*factor*/, const float (&v)[VEC]) {
-    detail::RawSlot<Y, VEC> r;
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) r.v[i] = detail::from_float<Y>(v[i]);
-    return r;
+    return detail::float_to_slot<Y, VEC>(v);
   }
 };
 

@@ -38,10 +38,10 @@ struct QuantStatic {
 
   template <int VEC, class P>
   static NORMKIT_DEVICE detail::RawSlot<Q, VEC> pack(const P&, float factor, const float (&v)[VEC]) {
-    detail::RawSlot<Q, VEC> r;
+    float scaled[VEC];
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) r.v[i] = detail::from_float<Q>(v[i] * factor);
-    return r;
+    for (int i = 0; i < VEC; ++i) scaled[i] = v[i] * factor;
+    return detail::float_to_slot<Q, VEC>(scaled);
   }
 };
 

@@ -27,8 +27,9 @@ NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t ro
                                    const RowStats& st, const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
                                    float (&v)[Problem::kVec]) {
   constexpr int VEC = Problem::kVec;
+  slot_to_float(raw, v);
 #pragma unroll
-  for (int i = 0; i < VEC; ++i) v[i] = st.normalize(to_float(raw.v[i]));
+  for (int i = 0; i < VEC; ++i) v[i] = st.normalize(v[i]);
   Problem::Epilogue::template apply<VEC>(p.epilogue, row, col, valid, v);
 }
 

@@ -9,6 +9,7 @@
 #include "../block/row_loader.cuh"
 #include "../block/vector_access.cuh"
 #include "../config.cuh"
+#include "../stats/row_stats.cuh"
 #include "../types.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -19,10 +20,15 @@ NORMKIT_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
   return left <= 0 ? 0 : (left >= vec ? vec : static_cast<int>(left));
 }
 
-template <class S, int VEC>
-NORMKIT_DEVICE void slot_to_float(const RawSlot<S, VEC>& raw, float (&v)[VEC]) {
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) v[i] = to_float(raw.v[i]);
+/// The shift a statistics policy asked for (kUsesShift): the input's pilot of
+/// the row; 0, and no load, for policies that do not use one.
+template <class Problem>
+NORMKIT_DEVICE float row_pilot(const typename Problem::Params& p, int64_t row) {
+  if constexpr (stats_uses_shift_v<typename Problem::Stats>) {
+    return Problem::Input::template pilot<Problem::kVec>(p, row);
+  } else {
+    return 0.f;
+  }
 }
 
 /// Writes one slot (its first `valid` elements) of a chunk staged in shared memory.
@@ -60,6 +66,7 @@ struct StagedView {
   int slots;
   int lane;
   int team;
+  float shift = 0.f;  ///< the row's pilot (Input::pilot), for policies that shift by it
 
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {
@@ -91,6 +98,7 @@ struct StreamView {
   int slots;
   int lane;
   int team;
+  float shift = 0.f;
   mutable int reads = 0;
 
   template <class F>
@@ -122,6 +130,10 @@ struct RegisterView {
   int64_t n;
   int lane;
   int team;
+  /// A value near the row's mean, the same for every thread of the row (for
+  /// example Input::pilot); TwoPass's single pass sums x - shift. Any value is
+  /// correct (0 included); a poor one costs TwoPass a second pass.
+  float shift = 0.f;
 
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {

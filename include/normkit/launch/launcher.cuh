@@ -76,22 +76,23 @@ struct Launcher {
                              cudaStream_t stream) {
     if constexpr (VECS > kMaxVecs) {
       return Status::kErrorUnsupportedShape;
-    } else {
-      const bool warp = plan.shape == Shape::kRowsPerWarp;
-      const void* func = warp ? reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>)
-                              : reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>);
+    } else if (plan.shape == Shape::kRowsPerWarp) {
+      const void* func = reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>);
       int ctas_per_sm = 0;
       Status s = kernel_occupancy(func, device, plan.threads, 0, 1, &ctas_per_sm);
       if (s != Status::kSuccess) return s;
-      const int64_t rows_per_cta = warp ? plan.threads / plan.group : 1;
-      int64_t grid = ceil_div(p.rows, rows_per_cta);
+      const int64_t grid = ceil_div(p.rows, plan.threads / plan.group);
       const int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count;
-      if (grid > resident) grid = resident;
-      if (warp) {
-        return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid, plan.threads, 0, 1, stream, p,
-                             plan.group);
-      }
-      return launch_kernel(&kernel::row_per_block<Problem, VECS>, grid, plan.threads, 0, 1, stream, p);
+      return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid < resident ? grid : resident, plan.threads,
+                           0, 1, stream, p, plan.group);
+    } else {
+      const void* func = reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>);
+      int ctas_per_sm = 0;
+      Status s = kernel_occupancy(func, device, plan.threads, 0, 1, &ctas_per_sm);
+      if (s != Status::kSuccess) return s;
+      const int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count;
+      return launch_kernel(&kernel::row_per_block<Problem, VECS>, p.rows < resident ? p.rows : resident,
+                           plan.threads, 0, 1, stream, p);
     }
   }
 

@@ -70,6 +70,7 @@ struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
   static constexpr int64_t kStagedChunkBytes = 98304;      ///< target staged bytes per CTA (two CTAs per SM)
+  static constexpr int64_t kAutoStagedRowBytes = 262144;   ///< longest row staged on chip; longer rows stream
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
 };
@@ -170,6 +171,10 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
         ok = true;
       } else if (x_row_bytes <= PlanTuning::kAutoRegisterRowBytes && detail::plan_row_per_block(f, &p)) {
         ok = true;
+      } else if (f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
+        // Measured: past 256 KiB, two reads of the row (TwoPass's one walk,
+        // then the output) beat staging it across a large cluster.
+        ok = detail::plan_streaming(f, d, &p);
       } else {
         const int64_t row_bytes = f.cols * f.storage_bytes;
         int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));

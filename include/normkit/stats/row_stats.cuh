@@ -9,7 +9,14 @@
 //     reads memory again on each walk (View::kResident says which).
 //   reducer.all_reduce(value, op): combines `value` across every thread that
 //     shares the row; each receives the result.
+//   view.shift (optional): a value near the row's mean, the same for every
+//     thread of the row; 0 for a view without one (row_shift below).
+// A policy that sets `static constexpr bool kUsesShift = true` asks the
+// kernels to fill view.shift from the input's pilot (one extra load per row).
 #pragma once
+
+#include <type_traits>
+#include <utility>
 
 #include "../config.cuh"
 
@@ -32,5 +39,33 @@ struct RowStats {
   /// correction * rstd is the same for the whole row).
   NORMKIT_HOST_DEVICE float normalize(float x) const { return fmaf(x - mean, rstd, -mean_correction * rstd); }
 };
+
+namespace detail {
+
+template <class T, class = void>
+struct HasShift : std::false_type {};
+template <class T>
+struct HasShift<T, std::void_t<decltype(std::declval<const T&>().shift)>> : std::true_type {};
+
+template <class T, class = void>
+struct UsesShift : std::false_type {};
+template <class T>
+struct UsesShift<T, std::void_t<decltype(T::kUsesShift)>> : std::bool_constant<T::kUsesShift> {};
+
+}  // namespace detail
+
+/// The view's shift, or 0 for a view that carries none.
+template <class View>
+NORMKIT_HOST_DEVICE float row_shift(const View& view) {
+  if constexpr (detail::HasShift<View>::value) {
+    return view.shift;
+  } else {
+    return 0.f;
+  }
+}
+
+/// Whether a statistics policy wants view.shift filled (kUsesShift).
+template <class Stats>
+inline constexpr bool stats_uses_shift_v = detail::UsesShift<Stats>::value;
 
 NORMKIT_NAMESPACE_END

@@ -1,63 +1,115 @@
-// normkit/stats/two_pass.cuh: mean, then deviations from it, over a row that
-// stays on chip (registers or shared memory), so the second pass costs no
-// memory traffic.
+// normkit/stats/two_pass.cuh: mean and variance of a row, accurate when
+// |mean| >> std (the corrected two-pass algorithm of Chan, Golub and LeVeque),
+// in one of two forms chosen at compile time from the view and the reducer.
 //
-// Pass 1 sums every element (padding reads 0, so it adds nothing) and rounds
-// the mean m to fp32. Pass 2 sums d = x - m and d * d over the valid elements
-// only: a padding element would contribute (0 - m)^2, the tutorial's trap 1.
-// The first sum, c = sum(d) / N, is the fp32 rounding error of m (plus the
-// summation error of pass 1); carrying it as the mean correction makes
-// x - mean exact to fp32 precision of the deviation, not of the mean (the
-// corrected two-pass algorithm of Chan, Golub and LeVeque). The variance is
-// sum(d^2) / N - c^2, which has no cancellation since c is tiny.
+// Two walks (a row held on chip and reduced within one CTA): walk 1 sums x
+// (padding reads 0) and rounds the mean m to fp32; walk 2 sums d = x - m and
+// d^2 over the *valid* elements only (a padding element would add (0 - m)^2:
+// the tutorial's trap 1). c = sum(d) / N is m's rounding error plus walk 1's
+// summation error; it is carried as the mean correction, so x - mean is
+// formed as (x - m) - c, and var = sum(d^2) / N - c^2 has no cancellation
+// since c is tiny.
 //
-// On a streaming view each pass reads the row from memory again.
+// One walk (a streaming view, where each walk reads memory again, or a reducer
+// that spans the CTAs of a cluster, where each reduction is a cluster barrier):
+// sums of d = x - K and d^2, with K the row's shift (view.shift: the input's
+// pilot, the mean of the row's first 16 bytes). With c = sum(d) / N and
+// q = sum(d^2) / N: mean = K + c, kept as the pair (K, c), and var = q - c^2,
+// accepted when c^2 <= var (then q <= 2 var, and the difference loses under
+// two bits). Otherwise (a poor shift; rare, as the pilot averages several
+// elements) a second walk about m = K + c as above. Measured on the H200
+// (docs/performance.md, change 6): one walk wins where reductions or walks
+// are expensive, but within a CTA the registers the shift costs outweigh the
+// walk it saves.
+//
+// Which form and branch run depends only on the row and the kernel shape, so
+// results are batch invariant.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/reduce_ops.cuh"
+#include "../block/warp_reduce.cuh"
 #include "../config.cuh"
 #include "row_stats.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
+namespace detail {
+template <class T, class = void>
+struct SpansCtas : std::false_type {};
+template <class T>
+struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T::kSpansCtas> {};
+}  // namespace detail
+
 struct TwoPass {
+  static constexpr bool kUsesShift = true;
+
+  /// Whether a view and reducer take the one-walk form (see above).
+  template <class View, class Reducer>
+  static constexpr bool kOneWalk = !View::kResident || detail::SpansCtas<Reducer>::value;
 
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {
     constexpr int VEC = View::kVec;
     const float inv_n = 1.0f / static_cast<float>(n);
-    float sum = 0.f;
-    view.for_each_slot([&](const float (&v)[VEC], int) {
+    if constexpr (kOneWalk<View, Reducer>) {
+      const float shift = row_shift(view);
+      const SumPair s1 = reducer.all_reduce(centered_sums(view, shift), Sum{});
+      const float c = s1.first * inv_n;
+      const float var1 = fmaxf(fmaf(-c, c, s1.second * inv_n), 0.f);
+      RowStats st{shift, c, rsqrtf(var1 + eps)};
+      const bool retry = !(c * c <= var1);  // NaN retries too, and propagates
+      if (reduction_branch(reducer, retry)) {
+        const RowStats again = corrected(view, reducer, shift + c, inv_n, eps);
+        if (retry) st = again;
+      }
+      return st;
+    } else {
+      float sum = 0.f;
+      view.for_each_slot([&](const float (&v)[VEC], int) {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) sum += v[i];
-    });
-    const float mean = reducer.all_reduce(sum, Sum{}) * inv_n;
+        for (int i = 0; i < VEC; ++i) sum += v[i];
+      });
+      return corrected(view, reducer, reducer.all_reduce(sum, Sum{}) * inv_n, inv_n, eps);
+    }
+  }
 
-    SumPair dev{0.f, 0.f};
+ private:
+  /// The walk about a known mean m: RowStats{m, sum(x - m) / N, rstd}.
+  template <class View, class Reducer>
+  static NORMKIT_DEVICE RowStats corrected(const View& view, Reducer& reducer, float m, float inv_n, float eps) {
+    const SumPair s = reducer.all_reduce(centered_sums(view, m), Sum{});
+    const float correction = s.first * inv_n;
+    const float var = fmaxf(fmaf(-correction, correction, s.second * inv_n), 0.f);
+    return RowStats{m, correction, rsqrtf(var + eps)};
+  }
+
+  /// sum(x - k) and sum((x - k)^2) over this thread's valid elements.
+  template <class View>
+  static NORMKIT_DEVICE SumPair centered_sums(const View& view, float k) {
+    constexpr int VEC = View::kVec;
+    SumPair acc{0.f, 0.f};
     view.for_each_slot([&](const float (&v)[VEC], int valid) {
       if (valid == VEC) {  // the common case: no mask to apply
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
-          const float d = v[i] - mean;
-          dev.first += d;
-          dev.second = fmaf(d, d, dev.second);
+          const float d = v[i] - k;
+          acc.first += d;
+          acc.second = fmaf(d, d, acc.second);
         }
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
-          const float d = i < valid ? v[i] - mean : 0.f;
-          dev.first += d;
-          dev.second = fmaf(d, d, dev.second);
+          const float d = i < valid ? v[i] - k : 0.f;
+          acc.first += d;
+          acc.second = fmaf(d, d, acc.second);
         }
       }
     });
-    dev = reducer.all_reduce(dev, Sum{});
-    const float correction = dev.first * inv_n;
-    const float var = fmaxf(fmaf(-correction, correction, dev.second * inv_n), 0.f);
-    return RowStats{mean, correction, rsqrtf(var + eps)};
+    return acc;
   }
 };
 
