@@ -9,7 +9,8 @@
 # Environment: BUILD (build folder, or prebuilt binaries laid out as one),
 # JOBS, SANITIZE_JOBS, SANITIZE_TIMEOUT (per run), STAGE_LIMIT (test+sanitize
 # deadline, s), SHARDS and SHARDS_MID (gtest shards of the heaviest and the
-# middle-weight binaries), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS.
+# middle-weight binaries), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS,
+# COMMIT (what the benchmark report names; the device's copy of .git may lag).
 # Every stage ends by its own deadline, leaving nothing running: do not wrap
 # this script in `timeout` (that would orphan its jobs, which then disturb the
 # benchmarks). Each stage prints one summary line; the last lines of the output
@@ -148,7 +149,7 @@ if want bench; then
   rc=$?
   note "bench: rc=$rc in $((SECONDS - start)) s"
   python3 bench/report.py "$OUT/bench.json" --md "$OUT/benchmarks.md" --png "$OUT/benchmarks.png" \
-    --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$LOGS/report.txt" 2>&1
+    --commit "${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" >"$LOGS/report.txt" 2>&1
   note "report: rc=$?"
   tail -30 "$LOGS/report.txt"
 fi

@@ -44,25 +44,45 @@ LaunchPlan plan_of(const RowFormat& f, const DeviceCaps& d, Shape s = Shape::kAu
 }
 
 TEST(Plan, ShortRowsShareAWarp) {
-  for (int64_t n : {1, 2, 3, 5, 31, 32, 64, 127, 128}) {
+  for (int64_t n : {1, 2, 3, 5, 31, 32, 64}) {
     const LaunchPlan p = plan_of(bf16_row(n), h200());
     EXPECT_EQ(p.shape, Shape::kRowsPerWarp) << n;
-    EXPECT_EQ(p.group, 4) << n;  // 4 lanes x up to 4 slots x 8 elements hold 128
+    EXPECT_EQ(p.group, 4) << n;  // 4 lanes x up to 2 slots x 8 elements hold 64
     EXPECT_GE(p.group * p.vecs * 8, n);
   }
   EXPECT_EQ(plan_of(bf16_row(1), h200()).vecs, 1);
   EXPECT_EQ(plan_of(bf16_row(64), h200()).vecs, 2);
-  EXPECT_EQ(plan_of(bf16_row(129), h200()).group, 8);
-  EXPECT_EQ(plan_of(bf16_row(256), h200()).group, 8);
-  EXPECT_EQ(plan_of(bf16_row(256), h200()).vecs, 4);
-  EXPECT_EQ(plan_of(bf16_row(1000), h200()).group, 32);
-  EXPECT_EQ(plan_of(bf16_row(1024), h200()).vecs, 4);
-  EXPECT_EQ(plan_of(f32_row(512), h200()).vecs, 4);
-  EXPECT_EQ(plan_of(f32_row(512), h200()).group, 32);
+  EXPECT_EQ(plan_of(bf16_row(65), h200()).group, 8);
+  EXPECT_EQ(plan_of(bf16_row(129), h200()).group, 16);
+  EXPECT_EQ(plan_of(bf16_row(256), h200()).group, 16);
+  EXPECT_EQ(plan_of(bf16_row(256), h200()).vecs, 2);
+  EXPECT_EQ(plan_of(bf16_row(512), h200()).group, 32);
+  EXPECT_EQ(plan_of(f32_row(256), h200()).group, 32);
+}
+
+TEST(Plan, ShortRowsTakeTwoSlotsPerThreadLongerRowsFour) {
+  // Up to 2 KiB of x: 2 slots (32 bytes) per thread.
+  const LaunchPlan a = plan_of(bf16_row(1024), h200());
+  EXPECT_EQ(a.shape, Shape::kRowPerBlock);
+  EXPECT_EQ(a.vecs, 2);
+  EXPECT_EQ(a.threads, 64);
+  EXPECT_EQ(plan_of(bf16_row(513), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(f32_row(512), h200()).vecs, 2);
+  EXPECT_EQ(plan_of(f32_row(512), h200()).threads, 64);
+  // Longer: 4 slots (64 bytes), as few threads as that allows.
+  EXPECT_EQ(plan_of(bf16_row(1025), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(1025), h200()).threads, 64);
   EXPECT_EQ(plan_of(f32_row(513), h200()).shape, Shape::kRowPerBlock);
   EXPECT_EQ(plan_of(f32_row(513), h200()).threads, 64);
   EXPECT_EQ(plan_of(bf16_row(4096), h200()).threads, 128);
   EXPECT_EQ(plan_of(bf16_row(4096), h200()).vecs, 4);
+  // Forcing the shape auto picks changes nothing; a forced rows_per_warp
+  // still holds rows up to 32 lanes x 4 slots.
+  EXPECT_EQ(plan_of(bf16_row(256), h200(), Shape::kRowsPerWarp).group, 16);
+  EXPECT_EQ(plan_of(bf16_row(1024), h200(), Shape::kRowPerBlock).threads, 64);
+  const LaunchPlan w = plan_of(bf16_row(1024), h200(), Shape::kRowsPerWarp);
+  EXPECT_EQ(w.group, 32);
+  EXPECT_EQ(w.vecs, 4);
 }
 
 TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {

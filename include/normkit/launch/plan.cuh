@@ -68,6 +68,8 @@ struct LaunchPlan {
 /// records the measurements behind them).
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
+  static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
+  static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
   static constexpr int64_t kStagedChunkBytes = 98304;      ///< target staged bytes per CTA (two CTAs per SM)
   static constexpr int64_t kAutoStagedRowBytes = 262144;   ///< longest row staged on chip; longer rows stream
@@ -91,9 +93,19 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // Register shapes give each thread as many slots as they can (up to 4, 64
 // bytes of the row) and use as few threads per row as that allows: the
 // fixed per-thread registers are then spread over more of the row, so more
-// rows, and more loads, are in flight per multiprocessor.
-inline bool plan_rows_per_warp(const RowFormat& f, LaunchPlan* p) {
-  const int max_vecs = PlanTuning::kMaxRegisterBytes / 16;
+// rows, and more loads, are in flight per multiprocessor. Short rows (x up
+// to 2 KiB) take 2 slots per thread instead (measured, docs/performance.md
+// change 10: LayerNorm 16-bit +9 to +12 points, fused add + RMSNorm +12,
+// RMSNorm +1 to +2, fp32 level), and so do forced register shapes whenever
+// 2 slots hold the row, so that forcing the shape auto would pick changes
+// nothing.
+inline int preferred_vecs(const RowFormat& f) {
+  const int64_t x_row_bytes = f.vec > 0 ? f.cols * (16 / f.vec) : 0;
+  return (x_row_bytes <= PlanTuning::kShortRowBytes ? PlanTuning::kShortRowRegisterBytes
+                                                    : PlanTuning::kMaxRegisterBytes) / 16;
+}
+
+inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) {
   const int64_t slots = ceil_div(f.cols, f.vec);
   if (slots > 32LL * max_vecs) return false;
   const int group = next_pow2(ceil_div(slots, max_vecs));
@@ -104,8 +116,7 @@ inline bool plan_rows_per_warp(const RowFormat& f, LaunchPlan* p) {
   return true;
 }
 
-inline bool plan_row_per_block(const RowFormat& f, LaunchPlan* p) {
-  const int max_vecs = PlanTuning::kMaxRegisterBytes / 16;
+inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) {
   const int64_t slots = ceil_div(f.cols, f.vec);
   const int64_t threads = ceil_div(ceil_div(slots, max_vecs), 32) * 32;
   if (threads > kernel::kRowPerBlockMaxThreads) return false;
@@ -113,6 +124,13 @@ inline bool plan_row_per_block(const RowFormat& f, LaunchPlan* p) {
   p->vecs = max_vecs;
   p->threads = static_cast<int>(threads);
   return true;
+}
+
+/// A forced register shape: the preferred slots per thread if they hold the
+/// row, else the most a thread may hold.
+template <class PlanFn>
+inline bool plan_register_forced(const RowFormat& f, PlanFn plan, LaunchPlan* p) {
+  return plan(f, preferred_vecs(f), p) || plan(f, PlanTuning::kMaxRegisterBytes / 16, p);
 }
 
 inline void set_chunks(const RowFormat& f, int cluster, LaunchPlan* p) {
@@ -153,8 +171,8 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
   LaunchPlan p;
   bool ok = false;
   switch (requested) {
-    case Shape::kRowsPerWarp: ok = detail::plan_rows_per_warp(f, &p); break;
-    case Shape::kRowPerBlock: ok = detail::plan_row_per_block(f, &p); break;
+    case Shape::kRowsPerWarp: ok = detail::plan_register_forced(f, detail::plan_rows_per_warp, &p); break;
+    case Shape::kRowPerBlock: ok = detail::plan_register_forced(f, detail::plan_row_per_block, &p); break;
     case Shape::kRowInSmem: ok = detail::plan_staged(f, d, 1, &p); break;
     case Shape::kRowInCluster: {
       if (!d.cluster_launch) break;
@@ -167,9 +185,10 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
     case Shape::kStreaming: ok = detail::plan_streaming(f, d, &p); break;
     case Shape::kAuto: {
       const int64_t x_row_bytes = f.cols * f.vec == 0 ? 0 : f.cols * (16 / f.vec);
-      if (detail::plan_rows_per_warp(f, &p)) {
+      const int vecs = detail::preferred_vecs(f);
+      if (detail::plan_rows_per_warp(f, vecs, &p)) {
         ok = true;
-      } else if (x_row_bytes <= PlanTuning::kAutoRegisterRowBytes && detail::plan_row_per_block(f, &p)) {
+      } else if (x_row_bytes <= PlanTuning::kAutoRegisterRowBytes && detail::plan_row_per_block(f, vecs, &p)) {
         ok = true;
       } else if (f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
         // Measured: past 256 KiB, two reads of the row (TwoPass's one walk,
