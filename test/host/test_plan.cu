@@ -66,7 +66,17 @@ TEST(Plan, ShortRowsTakeTwoSlotsPerThreadLongerRowsFour) {
   EXPECT_EQ(a.shape, Shape::kRowPerBlock);
   EXPECT_EQ(a.vecs, 2);
   EXPECT_EQ(a.threads, 64);
-  EXPECT_EQ(plan_of(bf16_row(513), h200()).shape, Shape::kRowPerBlock);
+  // Rows that would leave a 2-slot CTA's last slots empty keep 4 slots (a
+  // warp of 32 lanes x 4), as do rows scaled by their maximum.
+  const LaunchPlan b = plan_of(bf16_row(768), h200());
+  EXPECT_EQ(b.shape, Shape::kRowsPerWarp);
+  EXPECT_EQ(b.group, 32);
+  EXPECT_EQ(b.vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(513), h200()).vecs, 4);
+  RowFormat q = bf16_row(256);
+  q.needs_on_chip = true;
+  EXPECT_EQ(plan_of(q, h200()).vecs, 4);
+  EXPECT_EQ(plan_of(q, h200()).group, 8);
   EXPECT_EQ(plan_of(f32_row(512), h200()).vecs, 2);
   EXPECT_EQ(plan_of(f32_row(512), h200()).threads, 64);
   // Longer: 4 slots (64 bytes), as few threads as that allows.

@@ -94,15 +94,20 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // bytes of the row) and use as few threads per row as that allows: the
 // fixed per-thread registers are then spread over more of the row, so more
 // rows, and more loads, are in flight per multiprocessor. Short rows (x up
-// to 2 KiB) take 2 slots per thread instead (measured, docs/performance.md
-// change 10: LayerNorm 16-bit +9 to +12 points, fused add + RMSNorm +12,
-// RMSNorm +1 to +2, fp32 level), and so do forced register shapes whenever
-// 2 slots hold the row, so that forcing the shape auto would pick changes
-// nothing.
+// to 2 KiB) take 2 slots per thread instead where that measured faster
+// (docs/performance.md, change 10): rows a warp holds at 2 slots per lane
+// and rows that fill whole warps at 2 slots per thread (LayerNorm 16-bit
+// +9 to +12 points, fused add + RMSNorm +11, RMSNorm +2 to +9). Not rows that
+// would leave a 2-slot CTA's last slots empty (16-bit N = 768: RMSNorm 88% ->
+// 71%), nor outputs scaled by the row's maximum (fp8 with per-row scales: -5).
+// Forced register shapes take the same slots whenever those hold the row, so
+// forcing the shape auto would pick changes nothing.
 inline int preferred_vecs(const RowFormat& f) {
   const int64_t x_row_bytes = f.vec > 0 ? f.cols * (16 / f.vec) : 0;
-  return (x_row_bytes <= PlanTuning::kShortRowBytes ? PlanTuning::kShortRowRegisterBytes
-                                                    : PlanTuning::kMaxRegisterBytes) / 16;
+  const int64_t slots = f.vec > 0 ? ceil_div(f.cols, f.vec) : 0;
+  const bool fills_warps = slots <= 64 || slots % 64 == 0;
+  const bool two = x_row_bytes <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip;
+  return (two ? PlanTuning::kShortRowRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 }
 
 inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) {
