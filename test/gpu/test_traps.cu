@@ -292,6 +292,30 @@ TEST(Numerics, PoorShiftTakesTheSecondWalk) {
   }
 }
 
+// Huge values: with the shift at the first elements (-3e18) and the rest of
+// the row at +3e18, sum((x - K)^2) overflows fp32 while the variance about the
+// mean (3.5e34) does not. The one-walk form must notice the Inf and walk again
+// about the mean, as the two-walk form does; rstd = 0 would zero every output.
+TEST(Numerics, ShiftedSquaresOverflowTakeTheSecondWalk) {
+  NK_REQUIRE_GPU();
+  const int64_t n = 4099;
+  std::vector<float> row(n, 3e18f);
+  for (int c = 0; c < 4; ++c) row[c] = -3e18f;
+  double mean = 0, var = 0;
+  for (float v : row) mean += v;
+  mean /= n;
+  for (float v : row) var += (v - mean) * (v - mean);
+  var /= n;
+  const double rstd = 1 / std::sqrt(var);
+  for (Shape sh : {Shape::kRowPerBlock, Shape::kRowInSmem, Shape::kRowInCluster, Shape::kStreaming}) {
+    const Outputs o = run_rows(Op::kLayerNorm, sh, row, 2);
+    ASSERT_EQ(o.status, normkit::Status::kSuccess) << normkit::shape_name(sh);
+    EXPECT_NEAR(o.rstd[1] / rstd, 1.0, 1e-5) << normkit::shape_name(sh);
+    EXPECT_NEAR(o.y[n + 0], (row[0] - mean) * rstd, 1e-3) << normkit::shape_name(sh);
+    EXPECT_NEAR(o.y[n + 100], (row[100] - mean) * rstd, 1e-5) << normkit::shape_name(sh);
+  }
+}
+
 TEST(Traps, CatastrophicCancellation) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();

@@ -10,8 +10,9 @@
 // formed as (x - m) - c, and var = sum(d^2) / N - c^2 has no cancellation
 // since c is tiny.
 //
-// One walk (a streaming view, where each walk reads memory again, or a reducer
-// that spans the CTAs of a cluster, where each reduction is a cluster barrier):
+// One walk (a streaming view, where each walk reads memory again, or a cluster
+// reducer, where each reduction may be a cluster barrier; the staged shapes use
+// one even with a single CTA, where it measured better too):
 // sums of d = x - K and d^2, with K the row's shift (view.shift: the input's
 // pilot, the mean of the row's first 16 bytes). With c = sum(d) / N and
 // q = sum(d^2) / N: mean = K + c, kept as the pair (K, c), and var = q - c^2,
@@ -19,13 +20,14 @@
 // two bits). Otherwise (a poor shift; rare, as the pilot averages several
 // elements) a second walk about m = K + c as above. Measured on the H200
 // (docs/performance.md, change 6): one walk wins where reductions or walks
-// are expensive, but within a CTA the registers the shift costs outweigh the
-// walk it saves.
+// are expensive, but for a row held in registers and reduced within its CTA
+// the registers the shift costs outweigh the walk it saves.
 //
 // Which form and branch run depends only on the row and the kernel shape, so
 // results are batch invariant.
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
 #include <type_traits>
 
@@ -61,7 +63,9 @@ struct TwoPass {
       const float c = s1.first * inv_n;
       const float var1 = fmaxf(fmaf(-c, c, s1.second * inv_n), 0.f);
       RowStats st{shift, c, rsqrtf(var1 + eps)};
-      const bool retry = !(c * c <= var1);  // NaN retries too, and propagates
+      // Retry on a poor shift, on NaN (the second walk propagates it), and on
+      // sum(d^2) overflowing to Inf, which a walk about the mean may avoid.
+      const bool retry = !(c * c <= var1 && var1 <= FLT_MAX);
       if (reduction_branch(reducer, retry)) {
         const RowStats again = corrected(view, reducer, shift + c, inv_n, eps);
         if (retry) st = again;
