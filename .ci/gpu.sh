@@ -89,7 +89,9 @@ summarize() {  # label totals_file
 if want profile; then
   # Nsight Compute on a few kernels the performance notes discuss.
   start=$SECONDS
-  for filter in ${PROFILE_FILTERS:-sweep/layer_norm/bf16/N:4096/ sweep/rms_norm/bf16/N:4096/ sweep/layer_norm/bf16/N:65536/}; do
+  # Names end in /iterations:1/manual_time, so filters end with '/' rather than '$'.
+  for filter in ${PROFILE_FILTERS:-sweep/layer_norm/bf16/N:4096/ sweep/rms_norm/bf16/N:4096/ \
+    sweep/layer_norm/bf16/N:262144/ sweep/rms_norm_fp8/bf16/N:4096/ small_batch/layer_norm/bf16/N:8192/M:32/}; do
     name=$(echo "$filter" | tr '/:' '__')
     timeout 120 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:'row|rows' \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
