@@ -19,6 +19,21 @@ enum class Op { kLayerNorm, kRmsNorm };
 const char* dtype_name(DType t);
 int dtype_size(DType t);
 
+/// The fields every test call and every public argument struct share: x, y,
+/// weight, rows, cols, row strides (kContiguous is -1 on both sides), eps.
+/// Each dispatcher sets the rest of its struct.
+template <class X, class Y, class W, class Args, class Call>
+void fill_shared_args(Args& a, const Call& c) {
+  a.x = static_cast<const X*>(c.x);
+  a.y = static_cast<Y*>(c.y);
+  a.weight = static_cast<const W*>(c.weight);
+  a.rows = c.rows;
+  a.cols = c.cols;
+  a.x_row_stride = c.x_stride;
+  a.y_row_stride = c.y_stride;
+  a.eps = c.eps;
+}
+
 /// One call of layer_norm_forward / rms_norm_forward with run-time dtypes.
 struct NormCall {
   Op op = Op::kLayerNorm;

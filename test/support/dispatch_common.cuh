@@ -16,17 +16,10 @@ normkit::Status launch_typed(const NormCall& c, normkit::LaunchPlan* plan_only) 
   opt.shape = c.shape;
   if (c.op == Op::kLayerNorm) {
     normkit::LayerNormArgs<X, Y, W> a;
-    a.x = static_cast<const X*>(c.x);
-    a.y = static_cast<Y*>(c.y);
-    a.weight = static_cast<const W*>(c.weight);
+    fill_shared_args<X, Y, W>(a, c);
     a.bias = static_cast<const W*>(c.bias);
     a.mean = c.mean;
     a.rstd = c.rstd;
-    a.rows = c.rows;
-    a.cols = c.cols;
-    a.x_row_stride = c.x_stride;
-    a.y_row_stride = c.y_stride;
-    a.eps = c.eps;
     if (c.stats == StatsKind::kWelford) {
       if constexpr (std::is_same_v<X, Y> && std::is_same_v<W, X>) {
         return plan_only ? normkit::layer_norm_plan<normkit::stats::Welford>(a, plan_only, opt)
@@ -42,15 +35,8 @@ normkit::Status launch_typed(const NormCall& c, normkit::LaunchPlan* plan_only) 
     return plan_only ? normkit::layer_norm_plan(a, plan_only, opt) : normkit::layer_norm_forward(a, c.stream, opt);
   }
   normkit::RmsNormArgs<X, Y, W> r;
-  r.x = static_cast<const X*>(c.x);
-  r.y = static_cast<Y*>(c.y);
-  r.weight = static_cast<const W*>(c.weight);
+  fill_shared_args<X, Y, W>(r, c);
   r.rstd = c.rstd;
-  r.rows = c.rows;
-  r.cols = c.cols;
-  r.x_row_stride = c.x_stride;
-  r.y_row_stride = c.y_stride;
-  r.eps = c.eps;
   return plan_only ? normkit::rms_norm_plan(r, plan_only, opt) : normkit::rms_norm_forward(r, c.stream, opt);
 }
 

@@ -6,27 +6,18 @@
 namespace nktest {
 namespace {
 
-int64_t stride_of(int64_t s) { return s < 0 ? normkit::kContiguous : s; }
-
 template <class T, class W>
 normkit::Status run(const AddNormCall& c) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
   // The fields both argument structs share; LayerNorm's bias and mean after.
   auto fill = [&](auto& a) {
-    a.x = static_cast<const T*>(c.x);
+    fill_shared_args<T, T, W>(a, c);
     a.residual = static_cast<const T*>(c.residual);
     a.residual_out = static_cast<T*>(c.residual_out);
-    a.y = static_cast<T*>(c.y);
-    a.weight = static_cast<const W*>(c.weight);
     a.rstd = c.rstd;
-    a.rows = c.rows;
-    a.cols = c.cols;
-    a.x_row_stride = stride_of(c.x_stride);
-    a.residual_row_stride = stride_of(c.residual_stride);
-    a.residual_out_row_stride = stride_of(c.residual_out_stride);
-    a.y_row_stride = stride_of(c.y_stride);
-    a.eps = c.eps;
+    a.residual_row_stride = c.residual_stride;
+    a.residual_out_row_stride = c.residual_out_stride;
   };
   if (c.op == Op::kRmsNorm) {
     normkit::AddRmsNormArgs<T, T, T, W> a;

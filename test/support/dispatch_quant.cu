@@ -23,16 +23,9 @@ normkit::Status run(const QuantCall& c) {
   opt.shape = c.shape;
   // The fields both argument structs share; LayerNorm's bias after.
   auto fill = [&](auto& a) {
-    a.x = static_cast<const X*>(c.x);
-    a.y = static_cast<Q*>(c.y);
-    a.weight = static_cast<const X*>(c.weight);
+    fill_shared_args<X, Q, X>(a, c);
     a.static_scale = c.static_scale;
     a.row_scales = c.row_scales;
-    a.rows = c.rows;
-    a.cols = c.cols;
-    a.x_row_stride = c.x_stride < 0 ? normkit::kContiguous : c.x_stride;
-    a.y_row_stride = c.y_stride < 0 ? normkit::kContiguous : c.y_stride;
-    a.eps = c.eps;
   };
   if (c.op == Op::kRmsNorm) {
     normkit::RmsNormQuantArgs<X, Q, X> a;

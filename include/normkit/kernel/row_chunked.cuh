@@ -87,11 +87,12 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
           detail::write_staged_slot<S, VEC>(staged, c, detail::slot_valid(n, c, VEC), v[k]);
         }
       }
-      const detail::StagedView<S, VEC> view{staged, n, slots, lane, team, detail::row_pilot<Problem>(p, row)};
+      using View = detail::StagedView<S, VEC>;
+      const View view{staged, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
       st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
     } else {
-      const detail::StreamView<Problem, UNROLL> view{p, row, col_base, n, slots, lane, team,
-                                                     detail::row_pilot<Problem>(p, row)};
+      using View = detail::StreamView<Problem, UNROLL>;
+      const View view{p, row, col_base, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
       st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
     }
     if (leader) detail::store_row_stats(p, row, st);

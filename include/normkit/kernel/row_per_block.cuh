@@ -22,8 +22,7 @@ __global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
   __shared__ typename Reducer::TempStorage temp;
   Reducer reducer(temp);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    detail::normalize_register_row<Problem, VECS>(p, row, true, 0, p.cols, threadIdx.x == 0, threadIdx.x,
-                                                  blockDim.x, reducer);
+    detail::normalize_register_row<Problem, VECS>(p, row, true, threadIdx.x, blockDim.x, reducer);
   }
 }
 

@@ -20,11 +20,11 @@ NORMKIT_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
   return left <= 0 ? 0 : (left >= vec ? vec : static_cast<int>(left));
 }
 
-/// The shift a statistics policy asked for (kUsesShift): the input's pilot of
-/// the row; 0, and no load, for policies that do not use one.
-template <class Problem>
+/// The shift the statistics policy asks for with this view and reducer
+/// (kUsesShift): the input's pilot of the row; 0, and no load, otherwise.
+template <class Problem, class View, class Reducer>
 NORMKIT_DEVICE float row_pilot(const typename Problem::Params& p, int64_t row) {
-  if constexpr (stats_uses_shift_v<typename Problem::Stats>) {
+  if constexpr (stats_uses_shift_v<typename Problem::Stats, View, Reducer>) {
     return Problem::Input::template pilot<Problem::kVec>(p, row);
   } else {
     return 0.f;

@@ -17,31 +17,29 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
-/// A row (or the chunk [col_base, col_base + n) of it) held in registers by a
-/// team of threads: load, statistics, output. Every thread of the team calls
-/// it, also for an inactive row (past the last row), so that the team's
-/// reductions see all of its threads. `leads` marks the one thread per row that
-/// stores the row's statistics and scale.
+/// A row held in registers by a team of threads: load, statistics, output.
+/// Every thread of the team calls it, also for an inactive row (past the last
+/// row), so that the team's reductions see all of its threads.
 template <class Problem, int VECS, class Reducer>
 NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
-                                           int64_t col_base, int64_t chunk_cols, bool leads, int lane, int team,
-                                           Reducer& reducer) {
+                                           int lane, int team, Reducer& reducer) {
   constexpr int VEC = Problem::kVec;
   using S = typename Problem::Storage;
+  using View = normkit::RegisterView<S, VECS, VEC>;
   const int64_t r = active ? row : 0;
-  const int64_t n = active ? chunk_cols : 0;
+  const int64_t n = active ? p.cols : 0;
   RawSlot<S, VEC> v[VECS];
-  Problem::Input::template load<VECS, VEC>(p, r, col_base, n, 0, lane, team, true, v);
-  const normkit::RegisterView<S, VECS, VEC> view{v, n, lane, team, row_pilot<Problem>(p, r)};
+  Problem::Input::template load<VECS, VEC>(p, r, 0, n, 0, lane, team, true, v);
+  const View view{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
   const RowStats st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
-  const bool leader = active && leads;
+  const bool leader = active && lane == 0;
   if (leader) store_row_stats(p, r, st);
   float amax = 0.f;
   if constexpr (Problem::Output::kNeedsRowAbsMax) {
-    amax = reducer.all_reduce(absmax_slots<Problem, VECS>(p, r, col_base, n, 0, lane, team, st, v), Max{});
+    amax = reducer.all_reduce(absmax_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, v), Max{});
   }
   const float factor = Problem::Output::row_factor(p, r, amax, leader);
-  if (active) store_slots<Problem, VECS>(p, r, col_base, n, 0, lane, team, st, factor, v);
+  if (active) store_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, factor, v);
 }
 
 }  // namespace detail
@@ -62,7 +60,7 @@ __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_cta; base < p.rows;
        base += static_cast<int64_t>(gridDim.x) * rows_per_cta) {
     const int64_t row = base + row_in_cta;
-    detail::normalize_register_row<Problem, VECS>(p, row, row < p.rows, 0, p.cols, lane == 0, lane, group, reducer);
+    detail::normalize_register_row<Problem, VECS>(p, row, row < p.rows, lane, group, reducer);
   }
 }
 

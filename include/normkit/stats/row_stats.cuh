@@ -11,8 +11,9 @@
 //     shares the row; each receives the result.
 //   view.shift (optional): a value near the row's mean, the same for every
 //     thread of the row; 0 for a view without one (row_shift below).
-// A policy that sets `static constexpr bool kUsesShift = true` asks the
-// kernels to fill view.shift from the input's pilot (one extra load per row).
+// A policy whose `template <class View, class Reducer> static constexpr bool
+// kUsesShift` is true for a view and reducer asks the kernels to fill
+// view.shift from the input's pilot (one extra load per row).
 #pragma once
 
 #include <type_traits>
@@ -47,10 +48,11 @@ struct HasShift : std::false_type {};
 template <class T>
 struct HasShift<T, std::void_t<decltype(std::declval<const T&>().shift)>> : std::true_type {};
 
-template <class T, class = void>
+template <class Stats, class View, class Reducer, class = void>
 struct UsesShift : std::false_type {};
-template <class T>
-struct UsesShift<T, std::void_t<decltype(T::kUsesShift)>> : std::bool_constant<T::kUsesShift> {};
+template <class Stats, class View, class Reducer>
+struct UsesShift<Stats, View, Reducer, std::void_t<decltype(Stats::template kUsesShift<View, Reducer>)>>
+    : std::bool_constant<Stats::template kUsesShift<View, Reducer>> {};
 
 }  // namespace detail
 
@@ -64,8 +66,8 @@ NORMKIT_HOST_DEVICE float row_shift(const View& view) {
   }
 }
 
-/// Whether a statistics policy wants view.shift filled (kUsesShift).
-template <class Stats>
-inline constexpr bool stats_uses_shift_v = detail::UsesShift<Stats>::value;
+/// Whether a statistics policy wants view.shift filled for this view and reducer.
+template <class Stats, class View, class Reducer>
+inline constexpr bool stats_uses_shift_v = detail::UsesShift<Stats, View, Reducer>::value;
 
 NORMKIT_NAMESPACE_END

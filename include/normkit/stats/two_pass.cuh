@@ -47,11 +47,13 @@ struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T
 }  // namespace detail
 
 struct TwoPass {
-  static constexpr bool kUsesShift = true;
-
   /// Whether a view and reducer take the one-walk form (see above).
   template <class View, class Reducer>
   static constexpr bool kOneWalk = !View::kResident || detail::SpansCtas<Reducer>::value;
+
+  /// Only the one-walk form shifts (kernels then fill view.shift).
+  template <class View, class Reducer>
+  static constexpr bool kUsesShift = kOneWalk<View, Reducer>;
 
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {
