@@ -77,8 +77,9 @@ struct RowLoader {
     store_raw<K>(row, n, first_slot, lane, team, access_bytes, raw);
   }
 
-  /// Stores K slots already in T.
-  template <int K>
+  /// Stores K slots already in T. FULL: the caller knows all K lie within the
+  /// first n columns (no bounds check).
+  template <int K, bool FULL = false>
   static NORMKIT_DEVICE void store_raw(T* row, int64_t n, int first_slot, int lane, int team,
                                        int access_bytes, const detail::RawSlot<T, VEC> (&raw)[K]) {
     detail::with_access_width<T, VEC>(access_bytes, [&](auto width) {
@@ -86,7 +87,7 @@ struct RowLoader {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int64_t c = column(first_slot + k, lane, team);
-        if (c + VEC <= n) {
+        if (FULL || c + VEC <= n) {
           detail::store_slot_raw<kW, T, VEC>(row + c, raw[k]);
         } else {
 #pragma unroll

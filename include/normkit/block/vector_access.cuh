@@ -1,5 +1,6 @@
 // normkit/block/vector_access.cuh: moving a slot of VEC consecutive elements
-// between global (or shared) memory and registers with accesses of a chosen width.
+// between global memory and registers with accesses of a chosen width (the
+// 16- and 8-byte stores are PTX `st.global`: rows live in global memory).
 #pragma once
 
 #include <cstdint>
@@ -128,15 +129,36 @@ NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
 }
 
+/// Stores one full slot to global memory with accesses of W bytes. The 16- and
+/// 8-byte forms are written as PTX: written as C++, the compiler merged the
+/// branches of with_access_width that store the same slot and emitted every
+/// width as four 4-byte stores (four instructions, partial sectors), in every
+/// kernel (docs/performance.md, change 11).
 template <int W, class T, int VEC>
 NORMKIT_DEVICE void store_slot_raw(T* dst, const RawSlot<T, VEC>& src) {
   constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
   constexpr int kW = W < kBytes ? W : kBytes;
   using Access = typename Word<kW>::type;
-  Access* d = reinterpret_cast<Access*>(dst);
   const Access* s = reinterpret_cast<const Access*>(src.v);
+  if constexpr (kW == 16) {
 #pragma unroll
-  for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
+    for (int i = 0; i < kBytes / 16; ++i) {
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(reinterpret_cast<Access*>(dst) + i),
+                   "r"(s[i].x), "r"(s[i].y), "r"(s[i].z), "r"(s[i].w)
+                   : "memory");
+    }
+  } else if constexpr (kW == 8) {
+#pragma unroll
+    for (int i = 0; i < kBytes / 8; ++i) {
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(reinterpret_cast<Access*>(dst) + i), "r"(s[i].x),
+                   "r"(s[i].y)
+                   : "memory");
+    }
+  } else {
+    Access* d = reinterpret_cast<Access*>(dst);
+#pragma unroll
+    for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
+  }
 }
 
 /// Calls `f(std::integral_constant<int, W>)` with W the compile-time form of the

@@ -29,16 +29,28 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace kernel {
 
-inline constexpr int kChunkedThreads = 512;
-inline constexpr int kChunkedUnroll = 4;  ///< slots per thread in flight per batch
+/// Per form (staged or streaming): threads per CTA, CTAs per SM the registers
+/// are sized for, and slots per thread in flight per batch of loads.
+template <bool STAGED>
+struct ChunkedTuning {
+  static constexpr int kThreads = 512;
+  static constexpr int kMinBlocks = 2;
+  static constexpr int kUnroll = 4;
+};
+template <>
+struct ChunkedTuning<false> {
+  static constexpr int kThreads = 512;
+  static constexpr int kMinBlocks = 2;
+  static constexpr int kUnroll = 4;
+};
 
 template <class Problem, bool STAGED>
-__global__ void __launch_bounds__(kChunkedThreads, 2)
+__global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning<STAGED>::kMinBlocks)
     row_chunked(const __grid_constant__ typename Problem::Params p, int64_t chunk) {
   constexpr int VEC = Problem::kVec;
-  constexpr int UNROLL = kChunkedUnroll;
+  constexpr int UNROLL = ChunkedTuning<STAGED>::kUnroll;
   using S = typename Problem::Storage;
-  using Reducer = ClusterAllReduce<BlockAllReduce<kChunkedThreads>>;
+  using Reducer = ClusterAllReduce<BlockAllReduce<ChunkedTuning<STAGED>::kThreads>>;
   __shared__ typename Reducer::TempStorage temp;
   extern __shared__ __align__(16) unsigned char staged_bytes[];
   S* staged = reinterpret_cast<S*>(staged_bytes);
@@ -52,6 +64,7 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
   const int lane = threadIdx.x;
   const int slots = static_cast<int>((n + static_cast<int64_t>(team) * VEC - 1) / (static_cast<int64_t>(team) * VEC));
   const bool leader = reducer.rank() == 0 && threadIdx.x == 0;
+  const int full = detail::full_slots(n, VEC, lane, team);
 
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
     RowStats st;
@@ -63,12 +76,14 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
         if (p.x_access >= 16) {
           staged_async = true;
           const S* src = p.x + row * p.x_stride + col_base;
-          for (int s = 0; s < slots; ++s) {
+          for (int s = 0; s < full; ++s) {
+            const int c = (s * team + lane) * VEC;  // within the staged chunk: 32 bits
+            detail::async_copy_16(staged + c, src + c);
+          }
+          for (int s = full; s < slots; ++s) {
             const int64_t c = RowLoader<S, VEC>::column(s, lane, team);
             const int valid = detail::slot_valid(n, c, VEC);
-            if (valid >= VEC) {
-              detail::async_copy_16(staged + c, src + c);
-            } else if (valid > 0) {
+            if (valid > 0) {
               detail::RawSlot<S, VEC> raw;
 #pragma unroll
               for (int i = 0; i < VEC; ++i) raw.v[i] = i < valid ? src[c + i] : detail::from_float<S>(0.f);
@@ -122,7 +137,20 @@ __global__ void __launch_bounds__(kChunkedThreads, 2)
       amax = reducer.all_reduce(amax, Max{});
     }
     const float factor = Problem::Output::row_factor(p, row, amax, leader);
-    for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+    int s0 = 0;
+    for (; s0 + UNROLL <= full; s0 += UNROLL) {  // whole batches: no bounds per slot
+      detail::RawSlot<S, VEC> v[UNROLL];
+      if constexpr (STAGED) {
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+          v[k] = *reinterpret_cast<const detail::RawSlot<S, VEC>*>(staged + ((s0 + k) * team + lane) * VEC);
+        }
+      } else {
+        fetch(s0, v);
+      }
+      detail::store_slots<Problem, UNROLL, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+    }
+    for (; s0 < slots; s0 += UNROLL) {
       detail::RawSlot<S, VEC> v[UNROLL];
       fetch(s0, v);
       detail::store_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, factor, v);

@@ -43,8 +43,9 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 
 /// Transforms, packs and stores K slots of a row (or chunk starting at col_base).
 /// Each slot is stored as soon as it is packed, so no array of packed outputs
-/// stays live (registers go to rows in flight instead).
-template <class Problem, int K>
+/// stays live (registers go to rows in flight instead). FULL: the K slots are
+/// known to lie within the first n columns.
+template <class Problem, int K, bool FULL = false>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
                                 const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
@@ -55,9 +56,9 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
     float v[VEC];
-    transform_slot<Problem>(p, row, col_base + c, slot_valid(n, c, VEC), st, raw[k], v);
+    transform_slot<Problem>(p, row, col_base + c, FULL ? VEC : slot_valid(n, c, VEC), st, raw[k], v);
     const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
-    RowLoader<Y, VEC>::template store_raw<1>(dst, n, first_slot + k, lane, team, p.y_access, out);
+    RowLoader<Y, VEC>::template store_raw<1, FULL>(dst, n, first_slot + k, lane, team, p.y_access, out);
   }
 }
 

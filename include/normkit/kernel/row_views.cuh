@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/row_loader.cuh"
 #include "../block/vector_access.cuh"
@@ -18,6 +19,15 @@ namespace detail {
 NORMKIT_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
   const int64_t left = n - col;
   return left <= 0 ? 0 : (left >= vec ? vec : static_cast<int>(left));
+}
+
+/// How many of a lane's slots lie wholly within the first n columns (its
+/// slots 0 .. full_slots - 1; at most one more is partly valid). Loops over
+/// those need no per-slot bounds (the staged and streaming kernels use it:
+/// docs/performance.md, change 13).
+NORMKIT_DEVICE int full_slots(int64_t n, int vec, int lane, int team) {
+  const int64_t whole = n / vec;
+  return whole > lane ? static_cast<int>((whole - 1 - lane) / team) + 1 : 0;
 }
 
 /// The shift the statistics policy asks for with this view and reducer
@@ -70,8 +80,17 @@ struct StagedView {
 
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {
+    const int full = full_slots(n, VEC, lane, team);
+    int s = 0;
 #pragma unroll 4
-    for (int s = 0; s < slots; ++s) {
+    for (; s < full; ++s) {
+      // 32-bit offsets: a staged chunk is at most one CTA's shared memory.
+      const RawSlot<S, VEC> raw = *reinterpret_cast<const RawSlot<S, VEC>*>(chunk + (s * team + lane) * VEC);
+      float v[VEC];
+      slot_to_float(raw, v);
+      f(v, VEC);
+    }
+    for (; s < slots; ++s) {
       const int64_t c = RowLoader<S, VEC>::column(s, lane, team);
       const int valid = slot_valid(n, c, VEC);
       RawSlot<S, VEC> raw;
@@ -104,16 +123,21 @@ struct StreamView {
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {
     const bool first = reads++ == 0;
-    for (int s0 = 0; s0 < slots; s0 += UNROLL) {
+    const int full = full_slots(n, VEC, lane, team);
+    // whole: the batch lies within the first n columns (a constant `valid`).
+    auto batch = [&](int s0, auto whole) {
       RawSlot<S, VEC> raw[UNROLL];
       Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, first, raw);
 #pragma unroll
       for (int k = 0; k < UNROLL; ++k) {
         float v[VEC];
         slot_to_float(raw[k], v);
-        f(v, slot_valid(n, RowLoader<S, VEC>::column(s0 + k, lane, team), VEC));
+        f(v, decltype(whole)::value ? VEC : slot_valid(n, RowLoader<S, VEC>::column(s0 + k, lane, team), VEC));
       }
-    }
+    };
+    int s0 = 0;
+    for (; s0 + UNROLL <= full; s0 += UNROLL) batch(s0, std::true_type{});
+    for (; s0 < slots; s0 += UNROLL) batch(s0, std::false_type{});
   }
 };
 

@@ -138,14 +138,14 @@ inline bool plan_register_forced(const RowFormat& f, PlanFn plan, LaunchPlan* p)
   return plan(f, preferred_vecs(f), p) || plan(f, PlanTuning::kMaxRegisterBytes / 16, p);
 }
 
-inline void set_chunks(const RowFormat& f, int cluster, LaunchPlan* p) {
+inline void set_chunks(const RowFormat& f, int cluster, int threads, LaunchPlan* p) {
   p->cluster = cluster;
   p->chunk = ceil_div(ceil_div(f.cols, cluster), f.vec) * f.vec;
-  p->threads = kernel::kChunkedThreads;
+  p->threads = threads;
 }
 
 inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, LaunchPlan* p) {
-  set_chunks(f, cluster, p);
+  set_chunks(f, cluster, kernel::ChunkedTuning<true>::kThreads, p);
   const size_t bytes = static_cast<size_t>(ceil_div(p->chunk * f.storage_bytes, 16) * 16);
   if (bytes + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) return false;
   p->shape = cluster > 1 ? Shape::kRowInCluster : Shape::kRowInSmem;
@@ -157,11 +157,12 @@ inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* 
   if (f.needs_on_chip) return false;
   int cluster = 1;
   if (d.cluster_launch) {
-    const int64_t per_cta = static_cast<int64_t>(kernel::kChunkedThreads) * f.vec * kernel::kChunkedUnroll;
+    using T = kernel::ChunkedTuning<false>;
+    const int64_t per_cta = static_cast<int64_t>(T::kThreads) * f.vec * T::kUnroll;
     cluster = static_cast<int>(ceil_div(f.cols, per_cta));
     cluster = cluster < 1 ? 1 : (cluster > PlanTuning::kStreamingCluster ? PlanTuning::kStreamingCluster : cluster);
   }
-  set_chunks(f, cluster, p);
+  set_chunks(f, cluster, kernel::ChunkedTuning<false>::kThreads, p);
   p->shape = Shape::kStreaming;
   p->smem_bytes = 0;
   return true;
