@@ -1,5 +1,6 @@
 // normkit/block/row_loader.cuh: a thread's share of a row, moved between
-// memory and fp32 registers.
+// global memory and registers (the stores are PTX st.global: rows of tensors,
+// not of shared memory).
 //
 // Layout: a team of `team` threads shares a row (or a chunk of one); lane l of
 // the team owns slots s = 0, 1, ..., each of VEC consecutive elements starting
