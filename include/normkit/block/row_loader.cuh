@@ -23,7 +23,7 @@ struct RowLoader {
   static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "normkit::RowLoader: VEC must be a power of two");
 
   /// Column (relative to the row or chunk start) of slot `slot` of lane `lane`.
-  static NORMKIT_DEVICE int64_t column(int slot, int lane, int team) {
+  static NORMKIT_HOST_DEVICE int64_t column(int slot, int lane, int team) {
     return (static_cast<int64_t>(slot) * team + lane) * VEC;
   }
 

@@ -16,7 +16,7 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
-NORMKIT_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
+NORMKIT_HOST_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
   const int64_t left = n - col;
   return left <= 0 ? 0 : (left >= vec ? vec : static_cast<int>(left));
 }
@@ -25,7 +25,7 @@ NORMKIT_DEVICE int slot_valid(int64_t n, int64_t col, int vec) {
 /// slots 0 .. full_slots - 1; at most one more is partly valid). Loops over
 /// those need no per-slot bounds (the staged and streaming kernels use it:
 /// docs/performance.md, change 13).
-NORMKIT_DEVICE int full_slots(int64_t n, int vec, int lane, int team) {
+NORMKIT_HOST_DEVICE int full_slots(int64_t n, int vec, int lane, int team) {
   const int64_t whole = n / vec;
   return whole > lane ? static_cast<int>((whole - 1 - lane) / team) + 1 : 0;
 }
