@@ -268,12 +268,9 @@ TEST(Numerics, PoorShiftTakesTheSecondWalk) {
     ASSERT_EQ(batch.status, normkit::Status::kSuccess) << normkit::shape_name(shape);
     double worst = 0;
     for (int64_t r = 0; r < rows; ++r) {
-      double mean = 0, var = 0;
-      for (int64_t c = 0; c < n; ++c) mean += x[r * n + c];
-      mean /= n;
-      for (int64_t c = 0; c < n; ++c) var += (x[r * n + c] - mean) * (x[r * n + c] - mean);
-      var /= n;
-      const double rstd = 1 / std::sqrt(var);
+      const std::vector<double> xr(x.begin() + r * n, x.begin() + (r + 1) * n);
+      const auto ref = nktest::reference_row(Op::kLayerNorm, xr.data(), n, 0.0);  // eps 0, as run_matrix
+      const double mean = ref.mean, rstd = ref.rstd;
       EXPECT_NEAR(batch.rstd[r] / rstd, 1.0, 1e-6) << normkit::shape_name(shape) << " row " << r;
       EXPECT_NEAR(batch.mean[r], mean, 1e-6 * std::fabs(mean) + 1e-6) << normkit::shape_name(shape) << " row " << r;
       for (int64_t c = 0; c < n; ++c) {
@@ -301,12 +298,9 @@ TEST(Numerics, ShiftedSquaresOverflowTakeTheSecondWalk) {
   const int64_t n = 4099;
   std::vector<float> row(n, 3e18f);
   for (int c = 0; c < 4; ++c) row[c] = -3e18f;
-  double mean = 0, var = 0;
-  for (float v : row) mean += v;
-  mean /= n;
-  for (float v : row) var += (v - mean) * (v - mean);
-  var /= n;
-  const double rstd = 1 / std::sqrt(var);
+  const std::vector<double> xr(row.begin(), row.end());
+  const auto ref = nktest::reference_row(Op::kLayerNorm, xr.data(), n, 0.0);  // eps 0, as run_rows
+  const double mean = ref.mean, rstd = ref.rstd;
   for (Shape sh : {Shape::kRowPerBlock, Shape::kRowInSmem, Shape::kRowInCluster, Shape::kStreaming}) {
     const Outputs o = run_rows(Op::kLayerNorm, sh, row, 2);
     ASSERT_EQ(o.status, normkit::Status::kSuccess) << normkit::shape_name(sh);

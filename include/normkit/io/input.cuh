@@ -53,9 +53,9 @@ struct Plain {
   template <int VEC, class P>
   static NORMKIT_DEVICE float pilot(const P& p, int64_t row) {
     const X* src = p.x + row * p.x_stride;
-    float v[VEC];
     if (p.x_access >= 16 && p.cols >= VEC) {
       detail::RawSlot<X, VEC> first;
+      float v[VEC];
       detail::load_slot_raw<16, X, VEC>(src, first);
       detail::slot_to_float(first, v);
       float sum = 0.f;

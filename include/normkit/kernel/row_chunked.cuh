@@ -30,15 +30,11 @@ NORMKIT_NAMESPACE_BEGIN
 namespace kernel {
 
 /// Per form (staged or streaming): threads per CTA, CTAs per SM the registers
-/// are sized for, and slots per thread in flight per batch of loads.
+/// are sized for, and slots per thread in flight per batch of loads. Both
+/// forms measured best with the same values (docs/performance.md, changes 12
+/// and 15); a form that should differ gets a specialization.
 template <bool STAGED>
 struct ChunkedTuning {
-  static constexpr int kThreads = 512;
-  static constexpr int kMinBlocks = 2;
-  static constexpr int kUnroll = 4;
-};
-template <>
-struct ChunkedTuning<false> {
   static constexpr int kThreads = 512;
   static constexpr int kMinBlocks = 2;
   static constexpr int kUnroll = 4;
@@ -142,9 +138,7 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
       detail::RawSlot<S, VEC> v[UNROLL];
       if constexpr (STAGED) {
 #pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-          v[k] = *reinterpret_cast<const detail::RawSlot<S, VEC>*>(staged + ((s0 + k) * team + lane) * VEC);
-        }
+        for (int k = 0; k < UNROLL; ++k) v[k] = detail::read_whole_staged_slot<S, VEC>(staged, s0 + k, lane, team);
       } else {
         fetch(s0, v);
       }

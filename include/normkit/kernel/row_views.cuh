@@ -41,6 +41,13 @@ NORMKIT_DEVICE float row_pilot(const typename Problem::Params& p, int64_t row) {
   }
 }
 
+/// Slot s of `lane`, wholly valid, of a chunk staged in shared memory (32-bit
+/// offsets: a staged chunk is at most one CTA's shared memory).
+template <class S, int VEC>
+NORMKIT_DEVICE RawSlot<S, VEC> read_whole_staged_slot(const S* chunk, int s, int lane, int team) {
+  return *reinterpret_cast<const RawSlot<S, VEC>*>(chunk + (s * team + lane) * VEC);
+}
+
 /// Writes one slot (its first `valid` elements) of a chunk staged in shared memory.
 template <class S, int VEC>
 NORMKIT_DEVICE void write_staged_slot(S* chunk, int64_t col, int valid, const RawSlot<S, VEC>& raw) {
@@ -84,8 +91,7 @@ struct StagedView {
     int s = 0;
 #pragma unroll 4
     for (; s < full; ++s) {
-      // 32-bit offsets: a staged chunk is at most one CTA's shared memory.
-      const RawSlot<S, VEC> raw = *reinterpret_cast<const RawSlot<S, VEC>*>(chunk + (s * team + lane) * VEC);
+      const RawSlot<S, VEC> raw = read_whole_staged_slot<S, VEC>(chunk, s, lane, team);
       float v[VEC];
       slot_to_float(raw, v);
       f(v, VEC);

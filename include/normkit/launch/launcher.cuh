@@ -71,26 +71,36 @@ struct Launcher {
     return f;
   }
 
+  /// How many CTAs of `func` (for cluster > 1: clusters) the device runs at
+  /// once: the grids stride over the rows beyond, so a larger grid would only
+  /// leave whole row lists for a second wave.
+  static Status resident_units(const void* func, int device, const DeviceCaps& caps, int threads, size_t smem,
+                               int cluster, int64_t* units) {
+    int resident = 0;
+    const Status s = kernel_occupancy(func, device, threads, smem, cluster, &resident);
+    if (s != Status::kSuccess) return s;
+    *units = cluster == 1 ? static_cast<int64_t>(resident) * caps.sm_count : resident;
+    return Status::kSuccess;
+  }
+
   template <int VECS>
   static Status run_register(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                              cudaStream_t stream) {
     if constexpr (VECS > kMaxVecs) {
       return Status::kErrorUnsupportedShape;
     } else if (plan.shape == Shape::kRowsPerWarp) {
-      const void* func = reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>);
-      int ctas_per_sm = 0;
-      Status s = kernel_occupancy(func, device, plan.threads, 0, 1, &ctas_per_sm);
+      int64_t resident = 0;
+      const Status s = resident_units(reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>), device,
+                                      caps, plan.threads, 0, 1, &resident);
       if (s != Status::kSuccess) return s;
       const int64_t grid = ceil_div(p.rows, plan.threads / plan.group);
-      const int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count;
       return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid < resident ? grid : resident, plan.threads,
                            0, 1, stream, p, plan.group);
     } else {
-      const void* func = reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>);
-      int ctas_per_sm = 0;
-      Status s = kernel_occupancy(func, device, plan.threads, 0, 1, &ctas_per_sm);
+      int64_t resident = 0;
+      const Status s = resident_units(reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>), device,
+                                      caps, plan.threads, 0, 1, &resident);
       if (s != Status::kSuccess) return s;
-      const int64_t resident = static_cast<int64_t>(ctas_per_sm) * caps.sm_count;
       return launch_kernel(&kernel::row_per_block<Problem, VECS>, p.rows < resident ? p.rows : resident,
                            plan.threads, 0, 1, stream, p);
     }
@@ -101,13 +111,9 @@ struct Launcher {
     const bool staged = plan.shape != Shape::kStreaming;
     const void* func = staged ? reinterpret_cast<const void*>(&kernel::row_chunked<Problem, true>)
                               : reinterpret_cast<const void*>(&kernel::row_chunked<Problem, false>);
-    // Resident clusters (for one CTA per row: resident CTAs); the grid strides
-    // over the rows beyond, so a grid larger than what runs at once would leave
-    // whole row lists for a second wave.
-    int resident = 0;
-    Status s = kernel_occupancy(func, device, plan.threads, plan.smem_bytes, plan.cluster, &resident);
+    int64_t units = 0;  // one row at a time each
+    const Status s = resident_units(func, device, caps, plan.threads, plan.smem_bytes, plan.cluster, &units);
     if (s != Status::kSuccess) return s;
-    const int64_t units = plan.cluster == 1 ? static_cast<int64_t>(resident) * caps.sm_count : resident;
     const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
     if (staged) {
       return launch_kernel(&kernel::row_chunked<Problem, true>, grid, plan.threads, plan.smem_bytes, plan.cluster,

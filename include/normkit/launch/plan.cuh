@@ -87,6 +87,9 @@ inline int next_pow2(int64_t v) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// Bytes of one row of x (a slot is 16 bytes of x).
+inline int64_t x_row_bytes(const RowFormat& f) { return f.vec > 0 ? f.cols * (16 / f.vec) : 0; }
+
 /// Static shared memory the chunked kernel uses besides the staged chunk (reducers), with slack.
 inline constexpr size_t kChunkedStaticSmem = 2048;
 
@@ -103,10 +106,9 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
 inline int preferred_vecs(const RowFormat& f) {
-  const int64_t x_row_bytes = f.vec > 0 ? f.cols * (16 / f.vec) : 0;
   const int64_t slots = f.vec > 0 ? ceil_div(f.cols, f.vec) : 0;
   const bool fills_warps = slots <= 64 || slots % 64 == 0;
-  const bool two = x_row_bytes <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip;
+  const bool two = x_row_bytes(f) <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip;
   return (two ? PlanTuning::kShortRowRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 }
 
@@ -190,18 +192,18 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
     }
     case Shape::kStreaming: ok = detail::plan_streaming(f, d, &p); break;
     case Shape::kAuto: {
-      const int64_t x_row_bytes = f.cols * f.vec == 0 ? 0 : f.cols * (16 / f.vec);
+      const int64_t row_bytes = f.cols * f.storage_bytes;  // as staged on chip
       const int vecs = detail::preferred_vecs(f);
       if (detail::plan_rows_per_warp(f, vecs, &p)) {
         ok = true;
-      } else if (x_row_bytes <= PlanTuning::kAutoRegisterRowBytes && detail::plan_row_per_block(f, vecs, &p)) {
+      } else if (detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes &&
+                 detail::plan_row_per_block(f, vecs, &p)) {
         ok = true;
-      } else if (f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
+      } else if (row_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
         // Measured: past 256 KiB, two reads of the row (TwoPass's one walk,
         // then the output) beat staging it across a large cluster.
         ok = detail::plan_streaming(f, d, &p);
       } else {
-        const int64_t row_bytes = f.cols * f.storage_bytes;
         int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
         if (c <= 1 || !d.cluster_launch) {
           ok = detail::plan_staged(f, d, 1, &p);
