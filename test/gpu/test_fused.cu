@@ -114,10 +114,14 @@ void check_fused(const FusedCase& c) {
 
 TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
   NK_REQUIRE_GPU();
-  const std::pair<Shape, int64_t> shapes[] = {{Shape::kRowsPerWarp, 1},    {Shape::kRowsPerWarp, 257},
-                                              {Shape::kRowPerBlock, 4099}, {Shape::kRowInSmem, 20000},
+  // 256 and 4096: rows the team's slots hold exactly (the register shapes'
+  // WHOLE form; 37 rows leave a rows_per_warp CTA's last rows inactive, which
+  // in place must not touch the residual).
+  const std::pair<Shape, int64_t> shapes[] = {{Shape::kRowsPerWarp, 1},     {Shape::kRowsPerWarp, 257},
+                                              {Shape::kRowsPerWarp, 256},   {Shape::kRowPerBlock, 4099},
+                                              {Shape::kRowPerBlock, 4096},  {Shape::kRowInSmem, 20000},
                                               {Shape::kRowInCluster, 70001}, {Shape::kStreaming, 300007},
-                                              {Shape::kAuto, 8192},        {Shape::kAuto, 65536}};
+                                              {Shape::kAuto, 8192},         {Shape::kAuto, 65536}};
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
     for (const auto& [shape, n] : shapes) {
       for (bool in_place : {false, true}) {

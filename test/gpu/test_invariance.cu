@@ -1,8 +1,10 @@
 // Batch invariance and determinism: a row's outputs are bitwise identical
-// whatever the batch size, wherever the row sits in the batch, and from run to
-// run, for every op (plain, fused, quantized) and on each kernel shape the
-// launcher picks. The launcher's shape choice never depends on M, and every
-// reduction has a fixed order (no atomics), which is what this checks.
+// whatever the batch size, wherever the row sits in the batch, whether its
+// rows are aligned for whole-slot accesses or not, and from run to run, for
+// every op (plain, fused, quantized) and on each kernel shape the launcher
+// picks. The launcher's shape choice never depends on M, every reduction has
+// a fixed order (no atomics), and the register shapes' WHOLE form computes
+// exactly what their checked form does, which is what this checks.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -98,6 +100,81 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
           return nktest::launch_quant(c);
         };
         check_invariant(quant, y, n, "fp8 dynamic", n);
+      }
+    }
+  }
+}
+
+// The same rows launched from a 16-byte-aligned x (the WHOLE forms: register
+// shapes where N fills the team's slots, and the whole batches of the staged
+// and streaming shapes' output walk) and from x one element off alignment
+// (the checked forms): y must be bitwise equal, for each op.
+TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
+  for (int64_t n : {64, 256, 1024, 4096, 8192, 40000, 300000}) {
+    const int64_t bytes = rows * n * 2;
+    DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
+    DeviceBuffer x_ref(bytes), r_ref(bytes);
+    fill_random(x_ref, seed);
+    fill_random(r_ref, seed + 1);
+    fill_random(w, seed + 2);
+    unsigned char* x_off = x.data() + 2;  // one bf16 element past 16-byte alignment
+    unsigned char* r_off = r.data() + 2;
+    ASSERT_EQ(cudaMemcpy(x_off, x_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(r_off, r_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+    auto outputs = [&](auto&& launch, const void* xp, const void* rp, int64_t y_bytes) {
+      EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+      EXPECT_EQ(launch(xp, rp), normkit::Status::kSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<unsigned char> out(y_bytes);
+      EXPECT_EQ(cudaMemcpy(out.data(), y.data(), y_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      return out;
+    };
+    for (Op op : {Op::kLayerNorm, Op::kRmsNorm}) {
+      const char* name = op == Op::kLayerNorm ? "LayerNorm" : "RMSNorm";
+      auto plain = [&](const void* xp, const void*) {
+        nktest::NormCall c;
+        c.op = op;
+        c.x_type = c.y_type = c.w_type = DType::kBF16;
+        c.x = xp;
+        c.y = y.data();
+        c.weight = w.data();
+        c.rows = rows;
+        c.cols = n;
+        return nktest::launch(c);
+      };
+      EXPECT_EQ(outputs(plain, x_ref.data(), nullptr, bytes), outputs(plain, x_off, nullptr, bytes))
+          << name << " N=" << n;
+      auto fused = [&](const void* xp, const void* rp) {
+        nktest::AddNormCall c;
+        c.op = op;
+        c.x = xp;
+        c.residual = rp;
+        c.residual_out = h.data();
+        c.y = y.data();
+        c.weight = w.data();
+        c.rows = rows;
+        c.cols = n;
+        return nktest::launch_add_norm(c);
+      };
+      EXPECT_EQ(outputs(fused, x_ref.data(), r_ref.data(), bytes), outputs(fused, x_off, r_off, bytes))
+          << "add+" << name << " N=" << n;
+      auto quant = [&](const void* xp, const void*) {
+        nktest::QuantCall c;
+        c.op = op;
+        c.x = xp;
+        c.y = y.data();
+        c.weight = w.data();
+        c.row_scales = reinterpret_cast<float*>(scales.data());
+        c.rows = rows;
+        c.cols = n;
+        return nktest::launch_quant(c);
+      };
+      if (n <= 40000) {  // as above
+        EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
+            << "fp8 " << name << " N=" << n;
       }
     }
   }

@@ -95,6 +95,28 @@ TEST(Plan, ShortRowsTakeTwoSlotsPerThreadLongerRowsFour) {
   EXPECT_EQ(w.vecs, 4);
 }
 
+TEST(Plan, RowPerBlockTakesHalfTheSlotsWhereWholeWarpsThenHoldTheRow) {
+  // fp32 N = 768: 192 slots, 4 per thread would leave 16 of 64 threads empty.
+  const LaunchPlan a = plan_of(f32_row(768), h200());
+  EXPECT_EQ(a.shape, Shape::kRowPerBlock);
+  EXPECT_EQ(a.vecs, 2);
+  EXPECT_EQ(a.threads, 96);
+  EXPECT_EQ(plan_of(bf16_row(1536), h200()).vecs, 2);
+  EXPECT_EQ(plan_of(bf16_row(1536), h200()).threads, 96);
+  EXPECT_EQ(plan_of(bf16_row(2560), h200()).threads, 160);
+  // Already exact at 4 slots: unchanged.
+  EXPECT_EQ(plan_of(bf16_row(5120), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(5120), h200()).threads, 160);
+  // No exact fit at 2 or 4 slots (1280 = 160 slots), or a partial slot (4099):
+  // 4 slots, threads rounded up to whole warps.
+  EXPECT_EQ(plan_of(bf16_row(1280), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(1280), h200()).threads, 64);
+  EXPECT_EQ(plan_of(bf16_row(4099), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(4099), h200()).threads, 160);
+  // A forced row_per_block takes the same rule.
+  EXPECT_EQ(plan_of(f32_row(768), h200(), Shape::kRowPerBlock).threads, 96);
+}
+
 TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(plan_of(bf16_row(1025), h200()).shape, Shape::kRowPerBlock);
   EXPECT_EQ(plan_of(bf16_row(16384), h200()).shape, Shape::kRowPerBlock);

@@ -31,10 +31,19 @@ struct RowLoader {
   /// whose first `n` elements are valid, as raw T; invalid elements are zero.
   /// `access_bytes` is the widest aligned access for this row (see
   /// access_bytes_for). The whole loop runs under one branch on the width, so
-  /// all K loads are in flight together.
-  template <int K>
+  /// all K loads are in flight together. WHOLE: the caller knows that all K
+  /// slots lie within the first n columns and that access_bytes is at least a
+  /// slot's size (at most 16 bytes): one access per slot, no bounds, no branch.
+  template <int K, bool WHOLE = false>
   static NORMKIT_DEVICE void load_raw(const T* row, int64_t n, int first_slot, int lane, int team,
                                       int access_bytes, detail::RawSlot<T, VEC> (&out)[K]) {
+    if constexpr (WHOLE) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        detail::load_slot_raw<16, T, VEC>(row + column(first_slot + k, lane, team), out[k]);
+      }
+      return;
+    }
     detail::with_access_width<T, VEC>(access_bytes, [&](auto width) {
       constexpr int kW = decltype(width)::value;
 #pragma unroll
@@ -79,10 +88,18 @@ struct RowLoader {
   }
 
   /// Stores K slots already in T. FULL: the caller knows all K lie within the
-  /// first n columns (no bounds check).
-  template <int K, bool FULL = false>
+  /// first n columns (no bounds check). WHOLE: FULL, and access_bytes is at
+  /// least a slot's size (no branch on the width either).
+  template <int K, bool FULL = false, bool WHOLE = false>
   static NORMKIT_DEVICE void store_raw(T* row, int64_t n, int first_slot, int lane, int team,
                                        int access_bytes, const detail::RawSlot<T, VEC> (&raw)[K]) {
+    if constexpr (WHOLE) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        detail::store_slot_raw<16, T, VEC>(row + column(first_slot + k, lane, team), raw[k]);
+      }
+      return;
+    }
     detail::with_access_width<T, VEC>(access_bytes, [&](auto width) {
       constexpr int kW = decltype(width)::value;
 #pragma unroll

@@ -43,6 +43,12 @@ struct alignas(VEC * sizeof(T) < 16 ? VEC * sizeof(T) : 16) RawSlot {
   T v[VEC];
 };
 
+/// Bytes one access moves for a whole slot of VEC elements of T (at most 16).
+template <class T, int VEC>
+NORMKIT_HOST_DEVICE constexpr int slot_bytes() {
+  return VEC * static_cast<int>(sizeof(T)) < 16 ? VEC * static_cast<int>(sizeof(T)) : 16;
+}
+
 /// Converts a slot to fp32. 16-bit types go a 32-bit word (two elements) at a
 /// time: one instruction per element (bf16: a shift or a mask; half: one
 /// conversion each), where element-wise code first extracts each half.

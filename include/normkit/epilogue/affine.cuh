@@ -8,6 +8,14 @@
 // col0 + VEC, the first `valid` of them real) into outputs, in place, in fp32.
 // The kernel converts (or quantizes) and stores them afterwards. A caller's own
 // epilogue follows the same form (see examples/custom_epilogue.cu).
+//
+// Optionally, for the register shapes' WHOLE form (rows that fill the team's
+// slots exactly, every access a whole slot: docs/performance.md, change 17):
+//   template <int VEC> static bool whole_slots(const Params&);   // host
+//   template <int VEC> static __device__ void apply_whole(const Params&,
+//       int64_t row, int64_t col0, float (&v)[VEC]);
+// apply_whole is apply with valid == VEC, called only when whole_slots held at
+// launch (so it may skip alignment checks). Without them, apply is called.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +46,30 @@ struct Affine {
     float w[VEC], b[VEC];
     load_param_slot<W, VEC>(p.weight, col0, valid, WEIGHT_OFFSET ? 0.f : 1.f, w);
     load_param_slot<W, VEC>(p.bias, col0, valid, 0.f, b);
+    combine(w, b, v);
+  }
+
+  template <int VEC>
+  static bool whole_slots(const Params& p) {
+    return param_aligned<W, VEC>(p.weight) && param_aligned<W, VEC>(p.bias);
+  }
+
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
+    float w[VEC], b[VEC];
+    if (p.weight != nullptr && p.bias != nullptr) {  // the usual case: no fill values to set up
+      load_whole_param_slot<W, VEC>(p.weight, col0, 0.f, w);
+      load_whole_param_slot<W, VEC>(p.bias, col0, 0.f, b);
+    } else {
+      load_whole_param_slot<W, VEC>(p.weight, col0, WEIGHT_OFFSET ? 0.f : 1.f, w);
+      load_whole_param_slot<W, VEC>(p.bias, col0, 0.f, b);
+    }
+    combine(w, b, v);
+  }
+
+ private:
+  template <int VEC>
+  static NORMKIT_DEVICE void combine(const float (&w)[VEC], const float (&b)[VEC], float (&v)[VEC]) {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       const float scale = WEIGHT_OFFSET ? 1.0f + w[i] : w[i];
@@ -60,6 +92,25 @@ struct Scale {
   static NORMKIT_DEVICE void apply(const Params& p, int64_t /*row*/, int64_t col0, int valid, float (&v)[VEC]) {
     float w[VEC];
     load_param_slot<W, VEC>(p.weight, col0, valid, WEIGHT_OFFSET ? 0.f : 1.f, w);
+    scale(w, v);
+  }
+
+  template <int VEC>
+  static bool whole_slots(const Params& p) {
+    return param_aligned<W, VEC>(p.weight);
+  }
+
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
+    if (p.weight == nullptr) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
+    float w[VEC];
+    load_whole_param_slot<W, VEC>(p.weight, col0, 0.f, w);
+    scale(w, v);
+  }
+
+ private:
+  template <int VEC>
+  static NORMKIT_DEVICE void scale(const float (&w)[VEC], float (&v)[VEC]) {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) v[i] *= WEIGHT_OFFSET ? 1.0f + w[i] : w[i];
   }

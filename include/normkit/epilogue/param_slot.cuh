@@ -34,4 +34,25 @@ NORMKIT_DEVICE void load_param_slot(const W* p, int64_t col0, int valid, float f
   }
 }
 
+/// load_param_slot for a slot known to be whole and aligned (the launcher
+/// checked param_aligned for p): one vector access, no checks but for null.
+template <class W, int VEC>
+NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, float (&out)[VEC]) {
+  if (p == nullptr) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) out[i] = fill;
+    return;
+  }
+  detail::RawSlot<W, VEC> raw;
+  detail::load_slot_raw<16, W, VEC>(p + col0, raw);
+  detail::slot_to_float(raw, out);
+}
+
+/// Host: whether every slot of VEC columns of p starts aligned for one access
+/// (a null p counts as aligned).
+template <class W, int VEC>
+inline bool param_aligned(const W* p) {
+  return reinterpret_cast<uintptr_t>(p) % detail::slot_bytes<W, VEC>() == 0;
+}
+
 NORMKIT_NAMESPACE_END

@@ -7,12 +7,18 @@
 //   static constexpr bool kIsPlainCopy;  // the row is x's bytes unchanged
 //                                        // (kernels may then copy it to shared
 //                                        // memory without registers)
-//   template <int K, int VEC, class P> static __device__ void load(const P& p,
-//       int64_t row, int64_t col_base, int64_t n, int first_slot, int lane,
-//       int team, bool first_read, detail::RawSlot<Storage, VEC> (&v)[K]);
+//   template <int K, int VEC, bool WHOLE, class P> static __device__ void load(
+//       const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
+//       int lane, int team, bool first_read,
+//       detail::RawSlot<Storage, VEC> (&v)[K]);
 // which fills K slots (see RowLoader for the layout) of the row, starting at
 // column col_base with n valid columns from there; invalid elements are zero.
-// `first_read` is false when a streaming kernel reads the row again. And
+// `first_read` is false when a streaming kernel reads the row again. WHOLE:
+// the K slots lie within the n columns and whole_slots(p) held at launch, so
+// every access may move a whole slot without checks (RowLoader's WHOLE).
+//   template <int VEC, class P> static bool whole_slots(const P& p);
+// host: whether every row access the policy makes is aligned to a whole slot
+// (access widths set). And
 //   template <int VEC, class P> static __device__ float pilot(const P& p,
 //       int64_t row);
 // a cheap estimate of the row's mean that every thread of the row computes
@@ -40,11 +46,16 @@ struct Plain {
   static void prepare(Params&) {}
   static constexpr bool kIsPlainCopy = true;
 
-  template <int K, int VEC, class P>
+  template <int VEC, class P>
+  static bool whole_slots(const P& p) {
+    return p.x_access >= detail::slot_bytes<X, VEC>();
+  }
+
+  template <int K, int VEC, bool WHOLE = false, class P>
   static NORMKIT_DEVICE void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
                                   int lane, int team, bool /*first_read*/, detail::RawSlot<X, VEC> (&v)[K]) {
     const X* src = p.x + row * p.x_stride + col_base;
-    RowLoader<X, VEC>::template load_raw<K>(src, n, first_slot, lane, team, p.x_access, v);
+    RowLoader<X, VEC>::template load_raw<K, WHOLE>(src, n, first_slot, lane, team, p.x_access, v);
   }
 
   /// The mean of the row's first 16 bytes (the same address for every thread,
@@ -94,20 +105,27 @@ struct AddResidual {
     q.residual_out_access = access_bytes_for(q.residual_out, q.residual_out_stride, sizeof(R), 16);
   }
 
-  template <int K, int VEC, class P>
+  template <int VEC, class P>
+  static bool whole_slots(const P& p) {
+    const Params& q = p.input;
+    return p.x_access >= detail::slot_bytes<X, VEC>() && q.residual_access >= detail::slot_bytes<R, VEC>() &&
+           q.residual_out_access >= detail::slot_bytes<R, VEC>();
+  }
+
+  template <int K, int VEC, bool WHOLE = false, class P>
   static NORMKIT_DEVICE void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
                                   int lane, int team, bool first_read, detail::RawSlot<R, VEC> (&v)[K]) {
     const Params& q = p.input;
     R* out = q.residual_out + row * q.residual_out_stride + col_base;
     if (!first_read) {
-      RowLoader<R, VEC>::template load_raw<K>(out, n, first_slot, lane, team, q.residual_out_access, v);
+      RowLoader<R, VEC>::template load_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
       return;
     }
     detail::RawSlot<X, VEC> xs[K];
     const X* xp = p.x + row * p.x_stride + col_base;
     const R* rp = q.residual + row * q.residual_stride + col_base;
-    RowLoader<X, VEC>::template load_raw<K>(xp, n, first_slot, lane, team, p.x_access, xs);
-    RowLoader<R, VEC>::template load_raw<K>(rp, n, first_slot, lane, team, q.residual_access, v);
+    RowLoader<X, VEC>::template load_raw<K, WHOLE>(xp, n, first_slot, lane, team, p.x_access, xs);
+    RowLoader<R, VEC>::template load_raw<K, WHOLE>(rp, n, first_slot, lane, team, q.residual_access, v);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       float h[VEC], r[VEC];
@@ -117,7 +135,7 @@ struct AddResidual {
       for (int i = 0; i < VEC; ++i) h[i] += r[i];  // padding stays 0 + 0 = 0
       v[k] = detail::float_to_slot<R, VEC>(h);
     }
-    RowLoader<R, VEC>::template store_raw<K>(out, n, first_slot, lane, team, q.residual_out_access, v);
+    RowLoader<R, VEC>::template store_raw<K, WHOLE, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
   }
 
   /// Zero: h's first elements are not safe to read (in place, residual_out is

@@ -42,6 +42,7 @@ struct Problem {
     float eps = 0.f;
     int x_access = 0;  ///< widest aligned access to x rows, bytes (set by the launcher)
     int y_access = 0;
+    bool whole_access = false;  ///< every row and parameter access is slot-aligned (set by the launcher)
     typename Input::Params input{};
     typename Epilogue::Params epilogue{};
     typename Output::Params output{};

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/async_copy.cuh"
 #include "../block/block_reduce.cuh"
@@ -134,15 +135,26 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
     }
     const float factor = Problem::Output::row_factor(p, row, amax, leader);
     int s0 = 0;
-    for (; s0 + UNROLL <= full; s0 += UNROLL) {  // whole batches: no bounds per slot
-      detail::RawSlot<S, VEC> v[UNROLL];
+    // Whole batches, when every access is slot-aligned: no bounds per slot, no
+    // branch on widths or parameter alignment (the WHOLE output). The rest
+    // (the tail, and everything in rows not so aligned) goes through the
+    // checked path below; one copy of each keeps the registers under 64.
+    if (p.whole_access) {
       if constexpr (STAGED) {
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) v[k] = detail::read_whole_staged_slot<S, VEC>(staged, s0 + k, lane, team);
+        // One slot at a time from shared memory: unrolled, the compiler hoists
+        // every slot's weight and bias loads and spills.
+#pragma unroll 1
+        for (; s0 < full; ++s0) {
+          const detail::RawSlot<S, VEC> v[1] = {detail::read_whole_staged_slot<S, VEC>(staged, s0, lane, team)};
+          detail::store_slots<Problem, 1, true, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+        }
       } else {
-        fetch(s0, v);
+        for (; s0 + UNROLL <= full; s0 += UNROLL) {
+          detail::RawSlot<S, VEC> v[UNROLL];
+          Problem::Input::template load<UNROLL, VEC, true>(p, row, col_base, n, s0, lane, team, false, v);
+          detail::store_slots<Problem, UNROLL, true, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+        }
       }
-      detail::store_slots<Problem, UNROLL, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
     }
     for (; s0 < slots; s0 += UNROLL) {
       detail::RawSlot<S, VEC> v[UNROLL];

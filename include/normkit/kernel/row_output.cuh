@@ -8,6 +8,7 @@
 #include "../block/reduce_ops.cuh"
 #include "../block/row_loader.cuh"
 #include "../config.cuh"
+#include "../epilogue/hooks.cuh"
 #include "../stats/row_stats.cuh"
 #include "row_views.cuh"
 
@@ -21,8 +22,9 @@ NORMKIT_DEVICE void store_row_stats(const Params& p, int64_t row, const RowStats
   if (p.rstd != nullptr) p.rstd[row] = st.rstd;
 }
 
-/// One slot: fp32 conversion, normalization and the epilogue, in place in v.
-template <class Problem>
+/// One slot: fp32 conversion, normalization and the epilogue, in place in v
+/// (WHOLE: the slot is whole and the launcher found the WHOLE form allowed).
+template <class Problem, bool WHOLE = false>
 NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
                                    const RowStats& st, const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
                                    float (&v)[Problem::kVec]) {
@@ -30,7 +32,7 @@ NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t ro
   slot_to_float(raw, v);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(v[i]);
-  Problem::Epilogue::template apply<VEC>(p.epilogue, row, col, valid, v);
+  apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
 }
 
 /// max |y| over the valid elements of one transformed slot, folded into amax.
@@ -44,8 +46,9 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 /// Transforms, packs and stores K slots of a row (or chunk starting at col_base).
 /// Each slot is stored as soon as it is packed, so no array of packed outputs
 /// stays live (registers go to rows in flight instead). FULL: the K slots are
-/// known to lie within the first n columns.
-template <class Problem, int K, bool FULL = false>
+/// known to lie within the first n columns. WHOLE: FULL, and y's access width
+/// is a whole slot (RowLoader's WHOLE).
+template <class Problem, int K, bool FULL = false, bool WHOLE = false>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
                                 const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
@@ -56,14 +59,16 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
     float v[VEC];
-    transform_slot<Problem>(p, row, col_base + c, FULL ? VEC : slot_valid(n, c, VEC), st, raw[k], v);
+    transform_slot<Problem, WHOLE>(p, row, col_base + c, FULL || WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k],
+                                   v);
     const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
-    RowLoader<Y, VEC>::template store_raw<1, FULL>(dst, n, first_slot + k, lane, team, p.y_access, out);
+    RowLoader<Y, VEC>::template store_raw<1, FULL || WHOLE, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access,
+                                                                  out);
   }
 }
 
 /// max |y| of K slots (for outputs that scale each row by its maximum).
-template <class Problem, int K>
+template <class Problem, int K, bool WHOLE = false>
 NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                   int first_slot, int lane, int team, const RowStats& st,
                                   const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
@@ -72,9 +77,9 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<float, VEC>::column(first_slot + k, lane, team);
-    const int valid = slot_valid(n, c, VEC);
+    const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
     float v[VEC];
-    transform_slot<Problem>(p, row, col_base + c, valid, st, raw[k], v);
+    transform_slot<Problem, WHOLE>(p, row, col_base + c, valid, st, raw[k], v);
     amax = fold_absmax(amax, v, valid);
   }
   return amax;

@@ -15,14 +15,14 @@ namespace kernel {
 
 inline constexpr int kRowPerBlockMaxThreads = 512;
 
-template <class Problem, int VECS, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle>
+template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle>
 __global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
     row_per_block(const __grid_constant__ typename Problem::Params p) {
   using Reducer = BlockAllReduce<kRowPerBlockMaxThreads, ALGO>;
   __shared__ typename Reducer::TempStorage temp;
   Reducer reducer(temp);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    detail::normalize_register_row<Problem, VECS>(p, row, true, threadIdx.x, blockDim.x, reducer);
+    detail::normalize_register_row<Problem, VECS, WHOLE>(p, row, true, threadIdx.x, blockDim.x, reducer);
   }
 }
 

@@ -151,8 +151,9 @@ struct StreamView {
 
 /// A thread's K slots of a row held in registers as raw S (the layout of
 /// RowLoader), seen by a statistics policy. Public: custom kernels build one
-/// over what RowLoader::load_raw gave them.
-template <class S, int K, int VEC>
+/// over what RowLoader::load_raw gave them. WHOLE: all K slots lie within the
+/// first n columns (every slot is walked as wholly valid, without bounds).
+template <class S, int K, int VEC, bool WHOLE = false>
 struct RegisterView {
   static constexpr int kVec = VEC;
   static constexpr bool kResident = true;
@@ -171,7 +172,7 @@ struct RegisterView {
     for (int k = 0; k < K; ++k) {
       float v[VEC];
       detail::slot_to_float(raw[k], v);
-      f(v, detail::slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC));
+      f(v, WHOLE ? VEC : detail::slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC));
     }
   }
 };

@@ -19,27 +19,37 @@ namespace detail {
 
 /// A row held in registers by a team of threads: load, statistics, output.
 /// Every thread of the team calls it, also for an inactive row (past the last
-/// row), so that the team's reductions see all of its threads.
-template <class Problem, int VECS, class Reducer>
+/// row), so that the team's reductions see all of its threads. WHOLE: the
+/// team's slots hold the row exactly (N = team * VECS * VEC) and every access
+/// may move a whole slot (the launcher checked both): no bounds, no branch on
+/// access widths (docs/performance.md, change 17).
+template <class Problem, int VECS, bool WHOLE, class Reducer>
 NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
                                            int lane, int team, Reducer& reducer) {
   constexpr int VEC = Problem::kVec;
   using S = typename Problem::Storage;
-  using View = normkit::RegisterView<S, VECS, VEC>;
+  using View = normkit::RegisterView<S, VECS, VEC, WHOLE>;
   const int64_t r = active ? row : 0;
   const int64_t n = active ? p.cols : 0;
   RawSlot<S, VEC> v[VECS];
-  Problem::Input::template load<VECS, VEC>(p, r, 0, n, 0, lane, team, true, v);
+  if (WHOLE && !active) {
+    // Whole loads ignore n, and an input may store as it loads (AddResidual
+    // writes h): an inactive row loads nothing and reduces zeros.
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
+  } else {
+    Problem::Input::template load<VECS, VEC, WHOLE>(p, r, 0, n, 0, lane, team, true, v);
+  }
   const View view{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
   const RowStats st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
   const bool leader = active && lane == 0;
   if (leader) store_row_stats(p, r, st);
   float amax = 0.f;
   if constexpr (Problem::Output::kNeedsRowAbsMax) {
-    amax = reducer.all_reduce(absmax_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, v), Max{});
+    amax = reducer.all_reduce(absmax_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, st, v), Max{});
   }
   const float factor = Problem::Output::row_factor(p, r, amax, leader);
-  if (active) store_slots<Problem, VECS>(p, r, 0, n, 0, lane, team, st, factor, v);
+  if (active) store_slots<Problem, VECS, false, WHOLE>(p, r, 0, n, 0, lane, team, st, factor, v);
 }
 
 }  // namespace detail
@@ -48,7 +58,7 @@ namespace kernel {
 
 inline constexpr int kRowsPerWarpThreads = 256;
 
-template <class Problem, int VECS>
+template <class Problem, int VECS, bool WHOLE>
 __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
     rows_per_warp(const __grid_constant__ typename Problem::Params p, int group) {
   const int lane = threadIdx.x & (group - 1);
@@ -60,7 +70,7 @@ __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_cta; base < p.rows;
        base += static_cast<int64_t>(gridDim.x) * rows_per_cta) {
     const int64_t row = base + row_in_cta;
-    detail::normalize_register_row<Problem, VECS>(p, row, row < p.rows, lane, group, reducer);
+    detail::normalize_register_row<Problem, VECS, WHOLE>(p, row, row < p.rows, lane, group, reducer);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "../block/vector_access.cuh"
 #include "../config.cuh"
+#include "../epilogue/hooks.cuh"
 #include "../kernel/row_chunked.cuh"
 #include "../kernel/row_per_block.cuh"
 #include "../kernel/rows_per_warp.cuh"
@@ -83,26 +84,58 @@ struct Launcher {
     return Status::kSuccess;
   }
 
+  /// Whether every row access (x, y, the input's other rows) and every
+  /// per-column parameter access is aligned to a whole slot (access widths
+  /// set): Params::whole_access, which lets whole slots skip all checks.
+  static bool whole_access(const Params& p) {
+    return Problem::Input::template whole_slots<VEC>(p) && p.y_access >= slot_bytes<typename Problem::Y, VEC>() &&
+           epilogue_whole_slots<typename Problem::Epilogue, VEC>(p.epilogue);
+  }
+
+  /// Whether the register shapes may take their WHOLE form: the team's slots
+  /// hold the row exactly and every access is slot-aligned.
+  template <int VECS>
+  static bool whole_slots(const Params& p, int team) {
+    return p.cols == static_cast<int64_t>(team) * VECS * VEC && p.whole_access;
+  }
+
+  /// Register shapes launch more CTAs than can be resident, so the hardware
+  /// hands each one its rows as others finish: measured on the H200
+  /// (docs/performance.md, change 18), an occupancy-sized grid striding over
+  /// the rows kept every CTA of an SM in step (loading together, then reducing
+  /// together) and lost 5-8 points of copy. row_per_block: one CTA per row.
+  /// rows_per_warp: at most kRowsPerWarpWaves times the resident CTAs, each
+  /// striding over a few groups of rows, since a CTA per group of short rows
+  /// measured worse for 16-bit LayerNorm (its start is then paid per group).
+  static constexpr int64_t kRowsPerWarpWaves = 16;
+  static constexpr int64_t kMaxGrid = 0x7fffffff;  ///< gridDim.x limit; the kernels stride beyond it
+
+  template <int VECS, bool WHOLE>
+  static Status run_register_form(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+                                  cudaStream_t stream) {
+    if (plan.shape == Shape::kRowsPerWarp) {
+      const auto kernel = &kernel::rows_per_warp<Problem, VECS, WHOLE>;
+      int64_t resident = 0;
+      const Status s =
+          resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, 0, 1, &resident);
+      if (s != Status::kSuccess) return s;
+      const int64_t groups = ceil_div(p.rows, plan.threads / plan.group);
+      const int64_t cap = kRowsPerWarpWaves * resident;
+      return launch_kernel(kernel, groups < cap ? groups : cap, plan.threads, 0, 1, stream, p, plan.group);
+    }
+    const auto kernel = &kernel::row_per_block<Problem, VECS, WHOLE>;
+    return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads, 0, 1, stream, p);
+  }
+
   template <int VECS>
   static Status run_register(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                              cudaStream_t stream) {
     if constexpr (VECS > kMaxVecs) {
       return Status::kErrorUnsupportedShape;
-    } else if (plan.shape == Shape::kRowsPerWarp) {
-      int64_t resident = 0;
-      const Status s = resident_units(reinterpret_cast<const void*>(&kernel::rows_per_warp<Problem, VECS>), device,
-                                      caps, plan.threads, 0, 1, &resident);
-      if (s != Status::kSuccess) return s;
-      const int64_t grid = ceil_div(p.rows, plan.threads / plan.group);
-      return launch_kernel(&kernel::rows_per_warp<Problem, VECS>, grid < resident ? grid : resident, plan.threads,
-                           0, 1, stream, p, plan.group);
     } else {
-      int64_t resident = 0;
-      const Status s = resident_units(reinterpret_cast<const void*>(&kernel::row_per_block<Problem, VECS>), device,
-                                      caps, plan.threads, 0, 1, &resident);
-      if (s != Status::kSuccess) return s;
-      return launch_kernel(&kernel::row_per_block<Problem, VECS>, p.rows < resident ? p.rows : resident,
-                           plan.threads, 0, 1, stream, p);
+      const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
+      return whole_slots<VECS>(p, team) ? run_register_form<VECS, true>(p, plan, device, caps, stream)
+                                        : run_register_form<VECS, false>(p, plan, device, caps, stream);
     }
   }
 
@@ -146,6 +179,7 @@ struct Launcher {
     p.y_access = access_bytes_for(p.y, p.y_stride, sizeof(typename Problem::Y), 16);
     Problem::Input::prepare(p.input);
     Problem::Output::prepare(p.output);
+    p.whole_access = whole_access(p);
     switch (lp.shape) {
       case Shape::kRowsPerWarp:
       case Shape::kRowPerBlock:

@@ -125,6 +125,20 @@ inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) 
 
 inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) {
   const int64_t slots = ceil_div(f.cols, f.vec);
+  // Half the slots per thread where that makes whole warps hold the row
+  // exactly (the kernels' WHOLE form: no bounds, no empty slots), e.g. fp32
+  // N = 768: 96 threads of 2 slots rather than 64 of 4, a quarter of them
+  // empty (docs/performance.md, change 19). Not down to 1 slot: unmeasured.
+  if (f.cols % f.vec == 0) {
+    for (int v = max_vecs; v >= 2; v /= 2) {
+      if (slots % v == 0 && (slots / v) % 32 == 0 && slots / v <= kernel::kRowPerBlockMaxThreads) {
+        p->shape = Shape::kRowPerBlock;
+        p->vecs = v;
+        p->threads = static_cast<int>(slots / v);
+        return true;
+      }
+    }
+  }
   const int64_t threads = ceil_div(ceil_div(slots, max_vecs), 32) * 32;
   if (threads > kernel::kRowPerBlockMaxThreads) return false;
   p->shape = Shape::kRowPerBlock;

@@ -1,0 +1,45 @@
+// normkit/epilogue/hooks.cuh: how kernels and launchers call an epilogue's
+// optional WHOLE-form hooks (see epilogue/affine.cuh for the contract), so
+// that a caller's epilogue without them still works: apply is called instead.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../config.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+template <class E, int VEC, class = void>
+struct HasWholeSlots : std::false_type {};
+template <class E, int VEC>
+struct HasWholeSlots<E, VEC,
+                     std::void_t<decltype(E::template whole_slots<VEC>(std::declval<const typename E::Params&>()))>>
+    : std::true_type {};
+
+/// Host: whether the epilogue allows the WHOLE form (true when it has no say).
+template <class E, int VEC>
+inline bool epilogue_whole_slots(const typename E::Params& p) {
+  if constexpr (HasWholeSlots<E, VEC>::value) {
+    return E::template whole_slots<VEC>(p);
+  } else {
+    return true;
+  }
+}
+
+/// The epilogue on one slot: apply_whole where WHOLE and the epilogue has the
+/// hooks, else apply.
+template <class E, int VEC, bool WHOLE>
+NORMKIT_DEVICE void apply_epilogue(const typename E::Params& p, int64_t row, int64_t col0, int valid,
+                                   float (&v)[VEC]) {
+  if constexpr (WHOLE && HasWholeSlots<E, VEC>::value) {
+    E::template apply_whole<VEC>(p, row, col0, v);
+  } else {
+    E::template apply<VEC>(p, row, col0, WHOLE ? VEC : valid, v);
+  }
+}
+
+}  // namespace detail
+NORMKIT_NAMESPACE_END

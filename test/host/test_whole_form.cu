@@ -1,0 +1,90 @@
+// When kernels take their WHOLE form (no bounds, one access per slot): the
+// register shapes only when the team's slots hold the row exactly, and every
+// shape only when every access of x, y, the residuals and the parameters is
+// aligned to a whole slot (Params::whole_access). A wrong "yes" would read
+// past rows or misalign accesses, so each condition is checked on its own.
+// Host only: the pointers are fake.
+#include <gtest/gtest.h>
+
+#include <normkit/add_norm.cuh>
+#include <normkit/layer_norm.cuh>
+#include <normkit/launch/launcher.cuh>
+#include <normkit/rms_norm.cuh>
+
+namespace {
+
+using bf16 = normkit::bfloat16;
+using LN = normkit::detail::LayerNormProblem<bf16, bf16, bf16, normkit::stats::TwoPass>;
+using AddRms = normkit::detail::AddRmsNormProblem<bf16, bf16, bf16, bf16>;
+
+template <class T>
+T* fake(uintptr_t a) {
+  return reinterpret_cast<T*>(a);
+}
+
+// Access widths and whole_access as Launcher::run sets them.
+template <class P>
+typename P::Params prepared(typename P::Params p) {
+  p.x_access = normkit::access_bytes_for(p.x, p.x_stride, sizeof(typename P::X), 16);
+  p.y_access = normkit::access_bytes_for(p.y, p.y_stride, sizeof(typename P::Y), 16);
+  P::Input::prepare(p.input);
+  p.whole_access = normkit::detail::Launcher<P>::whole_access(p);
+  return p;
+}
+
+LN::Params ln(int64_t cols, uintptr_t x = 0x100000, uintptr_t y = 0x900000, uintptr_t w = 0x2000,
+              uintptr_t b = 0x4000) {
+  LN::Params p;
+  p.x = fake<const bf16>(x);
+  p.y = fake<bf16>(y);
+  p.rows = 3;
+  p.cols = p.x_stride = p.y_stride = cols;
+  p.epilogue.weight = fake<const bf16>(w);
+  p.epilogue.bias = fake<const bf16>(b);
+  return prepared<LN>(p);
+}
+
+TEST(WholeForm, OnlyRowsTheTeamHoldsExactly) {
+  using L = normkit::detail::Launcher<LN>;
+  EXPECT_TRUE(L::whole_slots<4>(ln(4096), 128));  // 128 threads x 4 slots x 8 = 4096
+  EXPECT_TRUE(L::whole_slots<2>(ln(256), 16));
+  EXPECT_FALSE(L::whole_slots<4>(ln(4096), 160));  // more slots than the row
+  EXPECT_FALSE(L::whole_slots<4>(ln(4088), 128));  // the last slot empty
+  EXPECT_FALSE(L::whole_slots<4>(ln(4095), 128));  // the last slot partial
+}
+
+TEST(WholeForm, OnlyWhenEveryAccessIsAlignedToASlot) {
+  using L = normkit::detail::Launcher<LN>;
+  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100002), 128));  // x
+  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100000, 0x900008), 128));  // y
+  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100000, 0x900000, 0x2002), 128));  // weight
+  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100000, 0x900000, 0x2000, 0x4008), 128));  // bias
+  LN::Params strided = ln(4096);
+  strided.x_stride = 4100;  // rows after the first start 8 bytes off
+  EXPECT_FALSE(L::whole_slots<4>(prepared<LN>(strided), 128));
+  strided.x_stride = 4104;  // 16 bytes further: aligned again
+  EXPECT_TRUE(L::whole_slots<4>(prepared<LN>(strided), 128));
+  LN::Params no_params = ln(4096, 0x100000, 0x900000, 0, 0);  // null weight and bias
+  EXPECT_TRUE(L::whole_slots<4>(no_params, 128));
+}
+
+TEST(WholeForm, ResidualsAlignedToo) {
+  using L = normkit::detail::Launcher<AddRms>;
+  auto add = [](uintptr_t r, uintptr_t ro) {
+    AddRms::Params p;
+    p.x = fake<const bf16>(0x100000);
+    p.y = fake<bf16>(0x900000);
+    p.rows = 3;
+    p.cols = p.x_stride = p.y_stride = 1024;
+    p.input.residual = fake<const bf16>(r);
+    p.input.residual_out = fake<bf16>(ro);
+    p.input.residual_stride = p.input.residual_out_stride = 1024;
+    p.epilogue.weight = fake<const bf16>(0x2000);
+    return prepared<AddRms>(p);
+  };
+  EXPECT_TRUE(L::whole_slots<2>(add(0x500000, 0x700000), 64));
+  EXPECT_FALSE(L::whole_slots<2>(add(0x500002, 0x700000), 64));
+  EXPECT_FALSE(L::whole_slots<2>(add(0x500000, 0x700004), 64));
+}
+
+}  // namespace
