@@ -95,6 +95,25 @@ TEST(Plan, ShortRowsTakeTwoSlotsPerThreadLongerRowsFour) {
   EXPECT_EQ(w.vecs, 4);
 }
 
+TEST(Plan, StatisticsWithTwoReductionsKeepFourSlotsOnShortRows) {
+  RowFormat f = bf16_row(1024);
+  f.row_reductions = 2;  // TwoPass (LayerNorm)
+  const LaunchPlan a = plan_of(f, h200());
+  EXPECT_EQ(a.shape, Shape::kRowsPerWarp);  // one warp of 32 lanes x 4 slots: shuffles only
+  EXPECT_EQ(a.group, 32);
+  EXPECT_EQ(a.vecs, 4);
+  f.cols = 256;
+  EXPECT_EQ(plan_of(f, h200()).group, 8);
+  EXPECT_EQ(plan_of(f, h200()).vecs, 4);
+  // One reduction (RMSNorm): 2 slots, as ShortRowsTakeTwoSlotsPerThreadLongerRowsFour checks.
+  f.row_reductions = 1;
+  EXPECT_EQ(plan_of(f, h200()).vecs, 2);
+  // Longer rows take 4 slots either way.
+  f.cols = 4096;
+  f.row_reductions = 2;
+  EXPECT_EQ(plan_of(f, h200()).threads, 128);
+}
+
 TEST(Plan, RowPerBlockTakesHalfTheSlotsWhereWholeWarpsThenHoldTheRow) {
   // fp32 N = 768: 192 slots, 4 per thread would leave 16 of 64 threads empty.
   const LaunchPlan a = plan_of(f32_row(768), h200());

@@ -69,6 +69,7 @@ struct Launcher {
     f.vec = VEC;
     f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
+    f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
     return f;
   }
 

@@ -52,6 +52,7 @@ struct RowFormat {
   int vec = 0;                 ///< elements per slot (16 bytes of x)
   int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
+  int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
 };
 
 struct LaunchPlan {
@@ -103,12 +104,17 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // +9 to +12 points, fused add + RMSNorm +11, RMSNorm +2 to +9). Not rows that
 // would leave a 2-slot CTA's last slots empty (16-bit N = 768: RMSNorm 88% ->
 // 71%), nor outputs scaled by the row's maximum (fp8 with per-row scales: -5).
+// Statistics with two reductions per row (TwoPass: LayerNorm) keep 4 slots:
+// fewer threads per row, so rows up to 1024 elements stay in one warp's
+// shuffles instead of a block reduction's barriers (change 23: LayerNorm
+// N = 128-1024 +4 to +6.5 points; RMSNorm and add + RMSNorm lose 1-3 at 4).
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
 inline int preferred_vecs(const RowFormat& f) {
   const int64_t slots = f.vec > 0 ? ceil_div(f.cols, f.vec) : 0;
   const bool fills_warps = slots <= 64 || slots % 64 == 0;
-  const bool two = x_row_bytes(f) <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip;
+  const bool two = x_row_bytes(f) <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip &&
+                   f.row_reductions < 2;
   return (two ? PlanTuning::kShortRowRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 }
 

@@ -66,6 +66,21 @@ NORMKIT_HOST_DEVICE float row_shift(const View& view) {
   }
 }
 
+namespace stats {
+namespace detail {
+template <class T, class = void>
+struct RowReductions : std::integral_constant<int, 1> {};
+template <class T>
+struct RowReductions<T, std::void_t<decltype(T::kRowReductions)>> : std::integral_constant<int, T::kRowReductions> {};
+}  // namespace detail
+
+/// Reductions per row a statistics policy makes over a row held in registers
+/// (its optional kRowReductions; 1 without it). The plan holds the rows of a
+/// policy with two in fewer threads, 4 slots each (plan.cuh, preferred_vecs).
+template <class Stats>
+inline constexpr int row_reductions_v = detail::RowReductions<Stats>::value;
+}  // namespace stats
+
 /// Whether a statistics policy wants view.shift filled for this view and reducer.
 template <class Stats, class View, class Reducer>
 inline constexpr bool stats_uses_shift_v = detail::UsesShift<Stats, View, Reducer>::value;

@@ -47,6 +47,9 @@ struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T
 }  // namespace detail
 
 struct TwoPass {
+  /// A row in registers reduced within its CTA takes two walks, two reductions.
+  static constexpr int kRowReductions = 2;
+
   /// Whether a view and reducer take the one-walk form (see above).
   template <class View, class Reducer>
   static constexpr bool kOneWalk = !View::kResident || detail::SpansCtas<Reducer>::value;
