@@ -1,7 +1,9 @@
 // normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
 // threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
-// registers, VECS slots per thread, and strides over the rows. Statistics use
-// the block all-reduce (shuffles, then one barrier per reduction).
+// registers, VECS slots per thread. The launcher starts one CTA per row; the
+// loop strides over rows only past gridDim's limit. Statistics use the block
+// all-reduce (shuffles, then one barrier per reduction). WHOLE: see
+// normalize_register_row.
 #pragma once
 
 #include <cstdint>
