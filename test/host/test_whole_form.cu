@@ -3,7 +3,8 @@
 // shape only when every access of x, y, the residuals and the parameters is
 // aligned to a whole slot (Params::whole_access). A wrong "yes" would read
 // past rows or misalign accesses, so each condition is checked on its own.
-// Host only: the pointers are fake.
+// Host only: the pointers are fake. An input policy without the WHOLE hooks
+// (written to the older contract) still compiles and never takes the form.
 #include <gtest/gtest.h>
 
 #include <normkit/add_norm.cuh>
@@ -85,6 +86,42 @@ TEST(WholeForm, ResidualsAlignedToo) {
   EXPECT_TRUE(L::whole_slots<2>(add(0x500000, 0x700000), 64));
   EXPECT_FALSE(L::whole_slots<2>(add(0x500002, 0x700000), 64));
   EXPECT_FALSE(L::whole_slots<2>(add(0x500000, 0x700004), 64));
+}
+
+// An input policy written to the contract before the WHOLE form: no
+// whole_slots, no WHOLE argument to load. It must still compile in every
+// kernel and never be given the WHOLE form.
+struct OldPlainInput {
+  using Storage = bf16;
+  struct Params {};
+  static void prepare(Params&) {}
+  static constexpr bool kIsPlainCopy = false;
+  template <int K, int VEC, class P>
+  static __device__ void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot, int lane,
+                              int team, bool, normkit::detail::RawSlot<bf16, VEC> (&v)[K]) {
+    normkit::RowLoader<bf16, VEC>::template load_raw<K>(p.x + row * p.x_stride + col_base, n, first_slot, lane, team,
+                                                        p.x_access, v);
+  }
+  template <int VEC, class P>
+  static __device__ float pilot(const P&, int64_t) {
+    return 0.f;
+  }
+};
+using OldInputLN = normkit::Problem<bf16, normkit::stats::TwoPass, normkit::epilogue::Affine<bf16>, OldPlainInput>;
+
+TEST(WholeForm, InputPoliciesWithoutTheHooksNeverTakeIt) {
+  using L = normkit::detail::Launcher<OldInputLN>;
+  OldInputLN::Params p;
+  p.x = fake<const bf16>(0x100000);
+  p.y = fake<bf16>(0x900000);
+  p.rows = 3;
+  p.cols = p.x_stride = p.y_stride = 4096;
+  EXPECT_FALSE(L::whole_access(prepared<OldInputLN>(p)));
+  // Every kernel the launcher may start compiles with it.
+  EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::rows_per_warp<OldInputLN, 2, true>), nullptr);
+  EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::row_per_block<OldInputLN, 4, true>), nullptr);
+  EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::row_chunked<OldInputLN, false>), nullptr);
+  EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::row_chunked<OldInputLN, true>), nullptr);
 }
 
 }  // namespace

@@ -18,7 +18,8 @@
 // every access may move a whole slot without checks (RowLoader's WHOLE).
 //   template <int VEC, class P> static bool whole_slots(const P& p);
 // host: whether every row access the policy makes is aligned to a whole slot
-// (access widths set). And
+// (access widths set). Both are optional: a policy without them never takes
+// the WHOLE form (detail::input_whole_slots, detail::load_input). And
 //   template <int VEC, class P> static __device__ float pilot(const P& p,
 //       int64_t row);
 // a cheap estimate of the row's mean that every thread of the row computes
@@ -29,6 +30,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "../block/row_loader.cuh"
 #include "../block/vector_access.cuh"
@@ -149,4 +152,46 @@ struct AddResidual {
 };
 
 }  // namespace input
+
+namespace detail {
+
+// Input policies written before the WHOLE form (no whole_slots, no WHOLE
+// argument to load) keep working: they never take it.
+template <class In, int VEC, class P, class = void>
+struct HasInputWholeSlots : std::false_type {};
+template <class In, int VEC, class P>
+struct HasInputWholeSlots<In, VEC, P, std::void_t<decltype(In::template whole_slots<VEC>(std::declval<const P&>()))>>
+    : std::true_type {};
+
+template <class In, int K, int VEC, class P, class = void>
+struct HasInputWholeLoad : std::false_type {};
+template <class In, int K, int VEC, class P>
+struct HasInputWholeLoad<In, K, VEC, P,
+                         std::void_t<decltype(In::template load<K, VEC, true>(
+                             std::declval<const P&>(), int64_t{}, int64_t{}, int64_t{}, 0, 0, 0, true,
+                             std::declval<RawSlot<typename In::Storage, VEC> (&)[K]>()))>> : std::true_type {};
+
+/// Host: the input policy's whole_slots, or false for a policy without one.
+template <class In, int VEC, class P>
+inline bool input_whole_slots(const P& p) {
+  if constexpr (HasInputWholeSlots<In, VEC, P>::value) {
+    return In::template whole_slots<VEC>(p);
+  } else {
+    return false;
+  }
+}
+
+/// In::load with WHOLE where the policy takes it (a policy without it is never
+/// asked for WHOLE at run time: input_whole_slots is false for it).
+template <class In, int K, int VEC, bool WHOLE, class P>
+NORMKIT_DEVICE void load_input(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot, int lane,
+                               int team, bool first_read, RawSlot<typename In::Storage, VEC> (&v)[K]) {
+  if constexpr (HasInputWholeLoad<In, K, VEC, P>::value) {
+    In::template load<K, VEC, WHOLE>(p, row, col_base, n, first_slot, lane, team, first_read, v);
+  } else {
+    In::template load<K, VEC>(p, row, col_base, n, first_slot, lane, team, first_read, v);
+  }
+}
+
+}  // namespace detail
 NORMKIT_NAMESPACE_END

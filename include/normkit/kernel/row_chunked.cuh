@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "../block/async_copy.cuh"
 #include "../block/block_reduce.cuh"
@@ -23,6 +22,7 @@
 #include "../block/reduce_ops.cuh"
 #include "../block/row_loader.cuh"
 #include "../config.cuh"
+#include "../io/input.cuh"
 #include "../stats/row_stats.cuh"
 #include "row_output.cuh"
 #include "row_views.cuh"
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
       } else {
         for (; s0 + UNROLL <= full; s0 += UNROLL) {
           detail::RawSlot<S, VEC> v[UNROLL];
-          Problem::Input::template load<UNROLL, VEC, true>(p, row, col_base, n, s0, lane, team, false, v);
+          detail::load_input<typename Problem::Input, UNROLL, VEC, true>(p, row, col_base, n, s0, lane, team, false, v);
           detail::store_slots<Problem, UNROLL, true, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
         }
       }

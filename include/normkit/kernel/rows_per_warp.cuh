@@ -11,6 +11,7 @@
 #include "../block/reduce_ops.cuh"
 #include "../block/warp_reduce.cuh"
 #include "../config.cuh"
+#include "../io/input.cuh"
 #include "../stats/row_stats.cuh"
 #include "row_output.cuh"
 #include "row_views.cuh"
@@ -39,7 +40,7 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, in
 #pragma unroll
     for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
   } else {
-    Problem::Input::template load<VECS, VEC, WHOLE>(p, r, 0, n, 0, lane, team, true, v);
+    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, 0, n, 0, lane, team, true, v);
   }
   const View view{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
   const RowStats st = Problem::Stats::compute(view, reducer, p.cols, p.eps);

@@ -89,7 +89,7 @@ struct Launcher {
   /// per-column parameter access is aligned to a whole slot (access widths
   /// set): Params::whole_access, which lets whole slots skip all checks.
   static bool whole_access(const Params& p) {
-    return Problem::Input::template whole_slots<VEC>(p) && p.y_access >= slot_bytes<typename Problem::Y, VEC>() &&
+    return input_whole_slots<typename Problem::Input, VEC>(p) && p.y_access >= slot_bytes<typename Problem::Y, VEC>() &&
            epilogue_whole_slots<typename Problem::Epilogue, VEC>(p.epilogue);
   }
 
