@@ -47,26 +47,26 @@ LN::Params ln(int64_t cols, uintptr_t x = 0x100000, uintptr_t y = 0x900000, uint
 
 TEST(WholeForm, OnlyRowsTheTeamHoldsExactly) {
   using L = normkit::detail::Launcher<LN>;
-  EXPECT_TRUE(L::whole_slots<4>(ln(4096), 128));  // 128 threads x 4 slots x 8 = 4096
-  EXPECT_TRUE(L::whole_slots<2>(ln(256), 16));
-  EXPECT_FALSE(L::whole_slots<4>(ln(4096), 160));  // more slots than the row
-  EXPECT_FALSE(L::whole_slots<4>(ln(4088), 128));  // the last slot empty
-  EXPECT_FALSE(L::whole_slots<4>(ln(4095), 128));  // the last slot partial
+  EXPECT_TRUE(L::whole_form<4>(ln(4096), 128));  // 128 threads x 4 slots x 8 = 4096
+  EXPECT_TRUE(L::whole_form<2>(ln(256), 16));
+  EXPECT_FALSE(L::whole_form<4>(ln(4096), 160));  // more slots than the row
+  EXPECT_FALSE(L::whole_form<4>(ln(4088), 128));  // the last slot empty
+  EXPECT_FALSE(L::whole_form<4>(ln(4095), 128));  // the last slot partial
 }
 
 TEST(WholeForm, OnlyWhenEveryAccessIsAlignedToASlot) {
   using L = normkit::detail::Launcher<LN>;
-  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100002), 128));  // x
-  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100000, 0x900008), 128));  // y
-  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100000, 0x900000, 0x2002), 128));  // weight
-  EXPECT_FALSE(L::whole_slots<4>(ln(4096, 0x100000, 0x900000, 0x2000, 0x4008), 128));  // bias
+  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100002), 128));  // x
+  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100000, 0x900008), 128));  // y
+  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100000, 0x900000, 0x2002), 128));  // weight
+  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100000, 0x900000, 0x2000, 0x4008), 128));  // bias
   LN::Params strided = ln(4096);
   strided.x_stride = 4100;  // rows after the first start 8 bytes off
-  EXPECT_FALSE(L::whole_slots<4>(prepared<LN>(strided), 128));
+  EXPECT_FALSE(L::whole_form<4>(prepared<LN>(strided), 128));
   strided.x_stride = 4104;  // 16 bytes further: aligned again
-  EXPECT_TRUE(L::whole_slots<4>(prepared<LN>(strided), 128));
+  EXPECT_TRUE(L::whole_form<4>(prepared<LN>(strided), 128));
   LN::Params no_params = ln(4096, 0x100000, 0x900000, 0, 0);  // null weight and bias
-  EXPECT_TRUE(L::whole_slots<4>(no_params, 128));
+  EXPECT_TRUE(L::whole_form<4>(no_params, 128));
 }
 
 TEST(WholeForm, ResidualsAlignedToo) {
@@ -83,9 +83,9 @@ TEST(WholeForm, ResidualsAlignedToo) {
     p.epilogue.weight = fake<const bf16>(0x2000);
     return prepared<AddRms>(p);
   };
-  EXPECT_TRUE(L::whole_slots<2>(add(0x500000, 0x700000), 64));
-  EXPECT_FALSE(L::whole_slots<2>(add(0x500002, 0x700000), 64));
-  EXPECT_FALSE(L::whole_slots<2>(add(0x500000, 0x700004), 64));
+  EXPECT_TRUE(L::whole_form<2>(add(0x500000, 0x700000), 64));
+  EXPECT_FALSE(L::whole_form<2>(add(0x500002, 0x700000), 64));
+  EXPECT_FALSE(L::whole_form<2>(add(0x500000, 0x700004), 64));
 }
 
 // An input policy written to the contract before the WHOLE form: no

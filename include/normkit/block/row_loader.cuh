@@ -87,10 +87,10 @@ struct RowLoader {
     store_raw<K>(row, n, first_slot, lane, team, access_bytes, raw);
   }
 
-  /// Stores K slots already in T. FULL: the caller knows all K lie within the
-  /// first n columns (no bounds check). WHOLE: FULL, and access_bytes is at
-  /// least a slot's size (no branch on the width either).
-  template <int K, bool FULL = false, bool WHOLE = false>
+  /// Stores K slots already in T. WHOLE: the caller knows all K lie within the
+  /// first n columns and that access_bytes is at least a slot's size: one
+  /// access per slot, no bounds, no branch.
+  template <int K, bool WHOLE = false>
   static NORMKIT_DEVICE void store_raw(T* row, int64_t n, int first_slot, int lane, int team,
                                        int access_bytes, const detail::RawSlot<T, VEC> (&raw)[K]) {
     if constexpr (WHOLE) {
@@ -105,7 +105,7 @@ struct RowLoader {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int64_t c = column(first_slot + k, lane, team);
-        if (FULL || c + VEC <= n) {
+        if (c + VEC <= n) {
           detail::store_slot_raw<kW, T, VEC>(row + c, raw[k]);
         } else {
 #pragma unroll

@@ -36,18 +36,18 @@ struct Word<16> {
   using type = uint4;
 };
 
-/// VEC elements of T as raw storage, aligned so that any access width up to
-/// the slot's size (at most 16 bytes) can reinterpret it.
-template <class T, int VEC>
-struct alignas(VEC * sizeof(T) < 16 ? VEC * sizeof(T) : 16) RawSlot {
-  T v[VEC];
-};
-
 /// Bytes one access moves for a whole slot of VEC elements of T (at most 16).
 template <class T, int VEC>
 NORMKIT_HOST_DEVICE constexpr int slot_bytes() {
   return VEC * static_cast<int>(sizeof(T)) < 16 ? VEC * static_cast<int>(sizeof(T)) : 16;
 }
+
+/// VEC elements of T as raw storage, aligned so that any access width up to
+/// the slot's size (at most 16 bytes) can reinterpret it.
+template <class T, int VEC>
+struct alignas(slot_bytes<T, VEC>()) RawSlot {
+  T v[VEC];
+};
 
 /// Converts a slot to fp32. 16-bit types go a 32-bit word (two elements) at a
 /// time: one instruction per element (bf16: a shift or a mask; half: one
@@ -171,7 +171,7 @@ NORMKIT_DEVICE void store_slot_raw(T* dst, const RawSlot<T, VEC>& src) {
 /// run-time access width, so that a whole unrolled loop runs under one branch.
 template <class T, int VEC, class F>
 NORMKIT_DEVICE void with_access_width(int access_bytes, F&& f) {
-  constexpr int kMax = VEC * static_cast<int>(sizeof(T)) < 16 ? VEC * static_cast<int>(sizeof(T)) : 16;
+  constexpr int kMax = slot_bytes<T, VEC>();
   if (access_bytes >= kMax) {
     f(std::integral_constant<int, kMax>{});
   } else if (kMax > 8 && access_bytes >= 8) {

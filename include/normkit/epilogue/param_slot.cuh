@@ -21,8 +21,7 @@ NORMKIT_DEVICE void load_param_slot(const W* p, int64_t col0, int valid, float f
     for (int i = 0; i < VEC; ++i) out[i] = fill;
     return;
   }
-  constexpr int kBytes = VEC * static_cast<int>(sizeof(W));
-  constexpr int kAlign = kBytes < 16 ? kBytes : 16;
+  constexpr int kAlign = detail::slot_bytes<W, VEC>();
   const W* src = p + col0;
   if (valid >= VEC && (reinterpret_cast<uintptr_t>(src) % kAlign) == 0) {
     detail::RawSlot<W, VEC> raw;

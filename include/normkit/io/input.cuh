@@ -138,7 +138,7 @@ struct AddResidual {
       for (int i = 0; i < VEC; ++i) h[i] += r[i];  // padding stays 0 + 0 = 0
       v[k] = detail::float_to_slot<R, VEC>(h);
     }
-    RowLoader<R, VEC>::template store_raw<K, WHOLE, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
+    RowLoader<R, VEC>::template store_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
   }
 
   /// Zero: h's first elements are not safe to read (in place, residual_out is

@@ -146,13 +146,13 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
 #pragma unroll 1
         for (; s0 < full; ++s0) {
           const detail::RawSlot<S, VEC> v[1] = {detail::read_whole_staged_slot<S, VEC>(staged, s0, lane, team)};
-          detail::store_slots<Problem, 1, true, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+          detail::store_slots<Problem, 1, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
         }
       } else {
         for (; s0 + UNROLL <= full; s0 += UNROLL) {
           detail::RawSlot<S, VEC> v[UNROLL];
           detail::load_input<typename Problem::Input, UNROLL, VEC, true>(p, row, col_base, n, s0, lane, team, false, v);
-          detail::store_slots<Problem, UNROLL, true, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+          detail::store_slots<Problem, UNROLL, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
         }
       }
     }

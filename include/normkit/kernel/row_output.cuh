@@ -45,10 +45,10 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 
 /// Transforms, packs and stores K slots of a row (or chunk starting at col_base).
 /// Each slot is stored as soon as it is packed, so no array of packed outputs
-/// stays live (registers go to rows in flight instead). FULL: the K slots are
-/// known to lie within the first n columns. WHOLE: FULL, and y's access width
-/// is a whole slot (RowLoader's WHOLE).
-template <class Problem, int K, bool FULL = false, bool WHOLE = false>
+/// stays live (registers go to rows in flight instead). WHOLE: the K slots
+/// lie within the first n columns and every access is slot-aligned
+/// (Params::whole_access; RowLoader's WHOLE).
+template <class Problem, int K, bool WHOLE = false>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
                                 const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
@@ -59,11 +59,9 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
     float v[VEC];
-    transform_slot<Problem, WHOLE>(p, row, col_base + c, FULL || WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k],
-                                   v);
+    transform_slot<Problem, WHOLE>(p, row, col_base + c, WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k], v);
     const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
-    RowLoader<Y, VEC>::template store_raw<1, FULL || WHOLE, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access,
-                                                                  out);
+    RowLoader<Y, VEC>::template store_raw<1, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access, out);
   }
 }
 

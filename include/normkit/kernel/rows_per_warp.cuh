@@ -51,7 +51,7 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, in
     amax = reducer.all_reduce(absmax_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, st, v), Max{});
   }
   const float factor = Problem::Output::row_factor(p, r, amax, leader);
-  if (active) store_slots<Problem, VECS, false, WHOLE>(p, r, 0, n, 0, lane, team, st, factor, v);
+  if (active) store_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, st, factor, v);
 }
 
 }  // namespace detail

@@ -74,8 +74,8 @@ struct Launcher {
   }
 
   /// How many CTAs of `func` (for cluster > 1: clusters) the device runs at
-  /// once: the grids stride over the rows beyond, so a larger grid would only
-  /// leave whole row lists for a second wave.
+  /// once: the staged and streaming grids are that size (they stride over the
+  /// rows beyond), rows_per_warp's grid a multiple of it (see below).
   static Status resident_units(const void* func, int device, const DeviceCaps& caps, int threads, size_t smem,
                                int cluster, int64_t* units) {
     int resident = 0;
@@ -93,10 +93,10 @@ struct Launcher {
            epilogue_whole_slots<typename Problem::Epilogue, VEC>(p.epilogue);
   }
 
-  /// Whether the register shapes may take their WHOLE form: the team's slots
+  /// Whether the register shapes take their WHOLE form: the team's slots
   /// hold the row exactly and every access is slot-aligned.
   template <int VECS>
-  static bool whole_slots(const Params& p, int team) {
+  static bool whole_form(const Params& p, int team) {
     return p.cols == static_cast<int64_t>(team) * VECS * VEC && p.whole_access;
   }
 
@@ -135,7 +135,7 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;
     } else {
       const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
-      return whole_slots<VECS>(p, team) ? run_register_form<VECS, true>(p, plan, device, caps, stream)
+      return whole_form<VECS>(p, team) ? run_register_form<VECS, true>(p, plan, device, caps, stream)
                                         : run_register_form<VECS, false>(p, plan, device, caps, stream);
     }
   }
