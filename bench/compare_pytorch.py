@@ -15,6 +15,13 @@ Bytes for TB/s: x read, y written, weight (and bias) read once, the same count f
 ratios are time ratios. normkit and Triton write no mean / rstd here (the inference call); eager's
 kernel writes them anyway (8 bytes per row), torch.compile's does not.
 
+RMSNorm to fp8 e4m3 with dynamic per-row scales (op rms_norm_fp8, bf16 x and weight): normkit's
+normkit_rms_norm_fp8_fwd against eager `y = F.rms_norm(x.float(), (N,), w.float(), eps)`, `s = max(amax|y| / 448,
+1 / (448 * 512))` per row, `q = (y / s).clamp(-448, 448).to(float8_e4m3fn)` (vLLM's
+rms_norm_dynamic_per_token_quant in fp32) and the same function under torch.compile. Bytes: x read, y (1 byte)
+and the fp32 scales written, weight read once. Checks: each peer's dequantized q * s against eager's within one
+e4m3 step (an eighth of the magnitude, or the subnormal step), its scales within 1e-3.
+
 Fused add + RMSNorm (op add_rms_norm, bf16 only, out of place; residual uniform in [-1, 1)): normkit's
 normkit_add_rms_norm_fwd against eager `h = x + r; y = F.rms_norm(h, (N,), w, eps)` returning (h, y), and
 the same function under torch.compile, which fuses it into one kernel. Bytes: 4 passes (x and r read,
@@ -37,8 +44,8 @@ import triton.language as tl
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6}  # PyTorch's defaults
-FUSED_OPS = ("add_rms_norm",)
+EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "rms_norm_fp8": 1e-6}  # PyTorch's defaults
+FUSED_OPS = ("add_rms_norm", "rms_norm_fp8")
 FUSED_DTYPES = ["bf16"]
 # |peer - eager| <= atol + rtol * |eager|: one or two rounding steps of the output type.
 TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
@@ -46,7 +53,8 @@ STATS_TOLERANCE = (1e-4, 1e-5)  # fp32 mean / rstd: (rtol, atol)
 TRITON_MAX_BLOCK = 65536
 DEFAULT_NS = [256, 1024, 4096, 8192, 16384, 32768, 65536, 131072]
 QUICK_NS = [1024, 8192, 65536]
-FUSED_NS = [1024, 4096, 8192, 16384, 32768, 65536]
+FUSED_NS = [256, 768, 1024, 4096, 8192, 16384, 32768, 65536]
+FP8_MAX = 448.0  # e4m3
 SMALL_N = 8192
 SMALL_MS = [1, 32, 128]
 GRAPH_CALLS = 100
@@ -72,6 +80,8 @@ class Normkit:
         lib.normkit_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_add_rms_norm_fwd.argtypes = [i32, p, p, p, p, p, p, i64, i64, f32, p]
         lib.normkit_add_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_rms_norm_fp8_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_rms_norm_fp8_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
         for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
@@ -79,7 +89,8 @@ class Normkit:
             getattr(lib, f).restype = i32
         self._lib = lib
         self._shape_fns = {"layer_norm": lib.normkit_layer_norm_shape, "rms_norm": lib.normkit_rms_norm_shape,
-                           "add_rms_norm": lib.normkit_add_rms_norm_shape}
+                           "add_rms_norm": lib.normkit_add_rms_norm_shape,
+                           "rms_norm_fp8": lib.normkit_rms_norm_fp8_shape}
 
     def _check(self, rc, what):
         if rc != 0:
@@ -113,6 +124,16 @@ class Normkit:
                                                 y.data_ptr(), self._ptr(w), self._ptr(rstd), m, n, eps, stream)
         self._check(rc, "add_rms_norm")
         return h, y
+
+    def rms_norm_fp8(self, x, w, q, s, eps):
+        """q = e4m3(RMSNorm(x) * w / s) with s the per-row scales (fp32 [M]); returns (q, s)."""
+        assert x.is_contiguous() and q.is_contiguous() and q.dtype == torch.float8_e4m3fn
+        m, n = x.shape
+        stream = torch.cuda.current_stream().cuda_stream
+        rc = self._lib.normkit_rms_norm_fp8_fwd(DTYPE_CODES[x.dtype], x.data_ptr(), q.data_ptr(), self._ptr(w),
+                                                s.data_ptr(), m, n, eps, stream)
+        self._check(rc, "rms_norm_fp8")
+        return q, s
 
     def shape(self, op, dtype, n):
         name = ctypes.c_char_p()
@@ -235,6 +256,34 @@ def make_fused_peers(lib, x, r, w, eps, with_compile):
     return peers
 
 
+def eager_rms_norm_fp8(x, w, eps):
+    """RMSNorm in fp32, per-row scale from max|y|, quantized to e4m3: (q, s) with s fp32 [M]."""
+    y = F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
+    s = (y.abs().amax(dim=-1, keepdim=True) / FP8_MAX).clamp(min=1.0 / (FP8_MAX * 512.0))
+    q = (y / s).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return q, s.squeeze(-1)
+
+
+def compiled_rms_norm_fp8(eps):
+    """eager_rms_norm_fp8 under a fresh torch.compile for one static shape (see compiled_forward)."""
+    torch._dynamo.reset()
+    return torch.compile(lambda x, w: eager_rms_norm_fp8(x, w, eps), dynamic=False)
+
+
+def make_fp8_peers(lib, x, w, eps, with_compile):
+    """name -> a call returning (q, s), every peer on the same x, w."""
+    q_nk = torch.empty(x.shape, device="cuda", dtype=torch.float8_e4m3fn)
+    s_nk = torch.empty(x.shape[0], device="cuda", dtype=torch.float32)
+    peers = {
+        "normkit": lambda: lib.rms_norm_fp8(x, w, q_nk, s_nk, eps),
+        "eager": lambda: eager_rms_norm_fp8(x, w, eps),
+    }
+    if with_compile:
+        fn = compiled_rms_norm_fp8(eps)
+        peers["compile"] = warm_compile(lambda: fn(x, w))
+    return peers
+
+
 def make_inputs(op, dtype, m, n):
     x = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 3.0)
     w = torch.empty(n, device="cuda", dtype=dtype).uniform_(0.5, 1.5)
@@ -245,6 +294,11 @@ def make_inputs(op, dtype, m, n):
 def bytes_moved(x, w, b):
     per = x.element_size()
     return 2 * x.numel() * per + w.numel() * per + (0 if b is None else b.numel() * per)
+
+
+def fp8_bytes_moved(x, w):
+    """RMSNorm to fp8: x read, y written at 1 byte, the fp32 per-row scales written, weight read once."""
+    return x.numel() * x.element_size() + x.numel() + 4 * x.shape[0] + w.numel() * w.element_size()
 
 
 def fused_bytes_moved(x, w):
@@ -316,6 +370,26 @@ def check_fused_outputs(lib, x, r, w, eps, peers):
     return result
 
 
+def check_fp8_outputs(x, w, eps, peers):
+    """name -> {'ok', 'max_abs_err'}: each peer's dequantized q * s against eager's within one e4m3 step (an
+    eighth of the magnitude; at least the subnormal step 2^-9 * s), and its scales ('<name>_scales') within 1e-3."""
+    ref_q, ref_s = eager_rms_norm_fp8(x, w, eps)
+    ref = ref_q.float() * ref_s[:, None]
+    result = {}
+    for name, fn in peers.items():
+        if name == "eager":
+            continue
+        q, s = fn()
+        y = q.float() * s[:, None]
+        bound = 0.125 * ref.abs() + 2.0 ** -8 * ref_s[:, None]
+        result[name] = {"ok": bool(((y - ref).abs() <= bound).all().item()),
+                        "max_abs_err": (y - ref).abs().max().item()}
+        v, err = max_violation(s, ref_s, 1e-3, 0.0)
+        result[name + "_scales"] = {"ok": v <= 1.0, "max_abs_err": err}
+        del q, s, y
+    return result
+
+
 # ---------------------------------------------------------------- timing
 
 
@@ -378,9 +452,18 @@ def run_case(op, dtype_name, m, n, lib, args, timer):
 
 
 def run_fused_case(op, dtype_name, m, n, lib, args, timer):
-    """Residual add + RMSNorm, normkit out of place against eager and torch.compile."""
+    """Residual add + RMSNorm, normkit out of place, or RMSNorm to fp8, against eager and torch.compile."""
     dtype = DTYPES[dtype_name]
     eps = EPS[op]
+    if op == "rms_norm_fp8":
+        x, w, _ = make_inputs("rms_norm", dtype, m, n)
+        peers = make_fp8_peers(lib, x, w, eps, not args.no_compile)
+        checks = check_fp8_outputs(x, w, eps, peers)
+        times = {name: timer(fn) for name, fn in peers.items()}
+        rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), fp8_bytes_moved(x, w), times, checks)
+        del peers, x, w
+        torch.cuda.empty_cache()
+        return rec
     x, w, _ = make_inputs("rms_norm", dtype, m, n)
     r = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 1.0)
     peers = make_fused_peers(lib, x, r, w, eps, not args.no_compile)
@@ -418,11 +501,11 @@ def print_table(title, records, show_tbps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default="build/bench/libnormkit_capi.so", help="path of libnormkit_capi.so")
-    ap.add_argument("--ops", default="layer_norm,rms_norm,add_rms_norm",
-                    help="comma-separated: layer_norm, rms_norm, add_rms_norm (default: %(default)s)")
+    ap.add_argument("--ops", default="layer_norm,rms_norm,add_rms_norm,rms_norm_fp8",
+                    help="comma-separated: layer_norm, rms_norm, add_rms_norm, rms_norm_fp8 (default: %(default)s)")
     ap.add_argument("--dtypes", default="bf16,fp32",
-                    help="comma-separated: fp32, fp16, bf16 (default: %(default)s); add_rms_norm runs bf16 only")
-    ap.add_argument("--ns", help="comma-separated row lengths (default: %s; add_rms_norm: %s)"
+                    help="comma-separated: fp32, fp16, bf16 (default: %(default)s); add_rms_norm, rms_norm_fp8 bf16 only")
+    ap.add_argument("--ns", help="comma-separated row lengths (default: %s; add_rms_norm, rms_norm_fp8: %s)"
                     % (",".join(map(str, DEFAULT_NS)), ",".join(map(str, FUSED_NS))))
     ap.add_argument("--mib", type=int, default=512, help="size of x in MiB for the large batches (default: 512)")
     ap.add_argument("--quick", action="store_true", help=f"bf16 only, N in {QUICK_NS}, shorter timing")
@@ -467,9 +550,11 @@ def main():
     gpu = torch.cuda.get_device_name()
     print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}")
     print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for add_rms_norm (x + residual + "
-          "residual_out + y + weight bytes) / time; nk x: peer time / normkit time")
+          "residual_out + y + weight bytes) / time, for rms_norm_fp8 (x + 1-byte y + scales + weight bytes) / time; "
+          "nk x: peer time / normkit time")
     print("check: each peer's y against eager; for add_rms_norm also its residual_out ('<peer>_residual') against "
-          "eager's h; normkit's statistics ('normkit_stats') against fp32")
+          "eager's h; for rms_norm_fp8 dequantized y within one e4m3 step and the scales ('<peer>_scales'); "
+          "normkit's statistics ('normkit_stats') against fp32")
     print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)
     if small:
         print_table(f"small batches (CUDA graph of {GRAPH_CALLS} calls, per call, no flush)", small, show_tbps=False)

@@ -1,10 +1,12 @@
 // bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h. Nine instantiations
-// (three ops, three dtypes), chosen at run time by the dtype code.
+// (three ops, three dtypes), chosen at run time by the dtype code, and RMSNorm
+// to fp8 for bf16.
 #include "normkit_capi.h"
 
 #include <cuda_runtime.h>
 #include <normkit/add_norm.cuh>
 #include <normkit/layer_norm.cuh>
+#include <normkit/quantize.cuh>
 #include <normkit/rms_norm.cuh>
 
 namespace {
@@ -69,6 +71,21 @@ normkit::AddRmsNormArgs<T, T, T, T> add_rms_norm_args(const void* x, const void*
   return a;
 }
 
+normkit::RmsNormQuantArgs<normkit::bfloat16, normkit::float8_e4m3> rms_norm_fp8_args(const void* x, void* y,
+                                                                                      const void* weight,
+                                                                                      float* row_scales, int64_t rows,
+                                                                                      int64_t cols, float eps) {
+  normkit::RmsNormQuantArgs<normkit::bfloat16, normkit::float8_e4m3> a;
+  a.x = static_cast<const normkit::bfloat16*>(x);
+  a.y = static_cast<normkit::float8_e4m3*>(y);
+  a.weight = static_cast<const normkit::bfloat16*>(weight);
+  a.row_scales = row_scales;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
 /// Planning needs no buffers when M = 0, a valid call; the shape depends on N only.
 template <class Plan>
 int shape_of(int dtype, Plan&& plan, const char** shape_name) {
@@ -111,6 +128,13 @@ int normkit_add_rms_norm_fwd(int dtype, const void* x, const void* residual, voi
   }));
 }
 
+int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight, float* row_scales,
+                             int64_t rows, int64_t cols, float eps, void* stream) {
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  return static_cast<int>(normkit::rms_norm_quant_forward(
+      rms_norm_fp8_args(x, y_fp8, weight, row_scales, rows, cols, eps), static_cast<cudaStream_t>(stream)));
+}
+
 int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name) {
   return shape_of(
       dtype,
@@ -142,6 +166,18 @@ int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name)
             add_rms_norm_args<T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), p);
       },
       shape_name);
+}
+
+int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {
+  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  // Planning needs a scale pointer to pick the per-row form (none is written with M = 0).
+  float scale_placeholder = 0.f;
+  normkit::LaunchPlan p;
+  const Status s =
+      normkit::rms_norm_quant_plan(rms_norm_fp8_args(nullptr, nullptr, nullptr, &scale_placeholder, 0, cols, 1e-6f), &p);
+  if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
+  return static_cast<int>(s);
 }
 
 const char* normkit_status_string(int status) { return normkit::status_string(static_cast<Status>(status)); }

@@ -1,5 +1,5 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
- * forward and residual add + RMSNorm, for callers outside C++
+ * forward, residual add + RMSNorm and RMSNorm to fp8, for callers outside C++
  * (bench/compare_pytorch.py loads it with ctypes). x, y, weight, bias and the
  * residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
@@ -42,6 +42,14 @@ NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_fwd(int dtype, const void* x, const
                                                  void* y, const void* w, float* rstd, int64_t rows, int64_t cols,
                                                  float eps, void* stream);
 
+/* RMSNorm quantized to fp8 e4m3 with dynamic per-row scales (bf16 x and
+ * weight only: other dtypes return kErrorUnsupportedType): y_fp8 holds
+ * q(y / row_scales[r]) for y = x * rstd * weight, row_scales[r] =
+ * max(max|y_r| / 448, 1 / (448 * 512)) (fp32 [rows]). weight may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight,
+                                                 float* row_scales, int64_t rows, int64_t cols, float eps,
+                                                 void* stream);
+
 /* The kernel shape ("rows_per_warp", "row_per_block", "row_in_smem",
  * "row_in_cluster", "streaming") the forward call would use for rows of
  * `cols` on the current device; the shape never depends on the number of
@@ -49,6 +57,7 @@ NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_fwd(int dtype, const void* x, const
 NORMKIT_CAPI_EXPORT int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name);
 
 /* A short English description of a status value. */
 NORMKIT_CAPI_EXPORT const char* normkit_status_string(int status);

@@ -121,7 +121,8 @@ TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
                                               {Shape::kRowsPerWarp, 256},   {Shape::kRowPerBlock, 4099},
                                               {Shape::kRowPerBlock, 4096},  {Shape::kRowInSmem, 20000},
                                               {Shape::kRowInCluster, 70001}, {Shape::kStreaming, 300007},
-                                              {Shape::kAuto, 8192},         {Shape::kAuto, 65536}};
+                                              {Shape::kAuto, 768},          {Shape::kAuto, 8192},
+                                              {Shape::kAuto, 65536}};
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
     for (const auto& [shape, n] : shapes) {
       for (bool in_place : {false, true}) {

@@ -19,7 +19,7 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-const int64_t kLengths[] = {64, 1000, 4096, 12288, 40000, 300000};
+const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 40000, 300000};
 
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
 // input and returns the output bytes of row `probe`.
@@ -108,12 +108,14 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // The same rows launched from a 16-byte-aligned x (the WHOLE forms: register
 // shapes where N fills the team's slots, and the whole batches of the staged
 // and streaming shapes' output walk) and from x one element off alignment
-// (the checked forms): y must be bitwise equal, for each op.
+// (the checked forms): y must be bitwise equal, for each op. N = 384 and 768
+// cover the 3-slot rows_per_warp kernel, whose rows run the checked 4-slot
+// kernel when misaligned.
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
-  for (int64_t n : {64, 256, 1024, 4096, 8192, 40000, 300000}) {
+  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 8192, 40000, 300000}) {
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
     DeviceBuffer x_ref(bytes), r_ref(bytes);

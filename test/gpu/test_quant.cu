@@ -138,7 +138,7 @@ TEST(Quant, EveryFormatBothScalings) {
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
     for (QType q : {QType::kE4M3, QType::kE5M2, QType::kInt8}) {
       for (bool dynamic : {false, true}) {
-        for (int64_t n : {1, 100, 4099, 20000}) {
+        for (int64_t n : {1, 100, 768, 4096, 4099, 20000}) {
           QuantCase c;
           c.op = op;
           c.q = q;

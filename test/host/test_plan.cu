@@ -66,12 +66,13 @@ TEST(Plan, ShortRowsTakeTwoSlotsPerThreadLongerRowsFour) {
   EXPECT_EQ(a.shape, Shape::kRowPerBlock);
   EXPECT_EQ(a.vecs, 2);
   EXPECT_EQ(a.threads, 64);
-  // Rows that would leave a 2-slot CTA's last slots empty keep 4 slots (a
-  // warp of 32 lanes x 4), as do rows scaled by their maximum.
+  // Rows that would leave a 2-slot CTA's last slots empty keep a warp of up
+  // to 4 slots per lane (768: 3, exactly; see ThreeSlots... below), as do
+  // rows scaled by their maximum.
   const LaunchPlan b = plan_of(bf16_row(768), h200());
   EXPECT_EQ(b.shape, Shape::kRowsPerWarp);
   EXPECT_EQ(b.group, 32);
-  EXPECT_EQ(b.vecs, 4);
+  EXPECT_EQ(b.vecs, 3);
   EXPECT_EQ(plan_of(bf16_row(513), h200()).vecs, 4);
   RowFormat q = bf16_row(256);
   q.needs_on_chip = true;
@@ -112,6 +113,37 @@ TEST(Plan, StatisticsWithTwoReductionsKeepFourSlotsOnShortRows) {
   f.cols = 4096;
   f.row_reductions = 2;
   EXPECT_EQ(plan_of(f, h200()).threads, 128);
+}
+
+TEST(Plan, ThreeSlotsPerLaneWhereTheyHoldTheRowExactlyAndFourWouldNot) {
+  // 16-bit N = 768: 96 slots, 32 lanes x 3 (4 would leave 32 empty).
+  const LaunchPlan a = plan_of(bf16_row(768), h200());
+  EXPECT_EQ(a.shape, Shape::kRowsPerWarp);
+  EXPECT_EQ(a.group, 32);
+  EXPECT_EQ(a.vecs, 3);
+  // Rows of 4 slots per lane: N = 384 with two reductions (LayerNorm) or a
+  // per-row maximum, 48 slots = 16 lanes x 3; fp32 N = 384 (96 slots) as well.
+  RowFormat f = bf16_row(384);
+  f.row_reductions = 2;
+  EXPECT_EQ(plan_of(f, h200()).group, 16);
+  EXPECT_EQ(plan_of(f, h200()).vecs, 3);
+  f = bf16_row(384);
+  f.needs_on_chip = true;
+  EXPECT_EQ(plan_of(f, h200()).vecs, 3);
+  f = f32_row(384);
+  f.row_reductions = 2;
+  EXPECT_EQ(plan_of(f, h200()).group, 32);
+  EXPECT_EQ(plan_of(f, h200()).vecs, 3);
+  // Not where 2 slots were chosen (RMSNorm 16-bit N = 384: 32 lanes x 2, a
+  // quarter empty, as measured in change 10), nor with a partial slot
+  // (N = 767), nor where 3 would not fill a power-of-two group (N = 640).
+  EXPECT_EQ(plan_of(bf16_row(384), h200()).vecs, 2);
+  EXPECT_EQ(plan_of(bf16_row(767), h200()).vecs, 4);
+  RowFormat g = bf16_row(640);
+  g.row_reductions = 2;
+  EXPECT_EQ(plan_of(g, h200()).vecs, 4);
+  // A forced rows_per_warp takes the same rule.
+  EXPECT_EQ(plan_of(bf16_row(768), h200(), Shape::kRowsPerWarp).vecs, 3);
 }
 
 TEST(Plan, RowPerBlockTakesHalfTheSlotsWhereWholeWarpsThenHoldTheRow) {

@@ -1,9 +1,10 @@
 // Host tests of the statistics arithmetic: Chan's merge of Welford states
 // against a float64 two-pass, including the cancellation case, and the
 // bitwise symmetry that lets a butterfly reduction leave identical bits in
-// every lane.
+// every lane (Welford's merge and SumMax).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -120,3 +121,25 @@ TEST(WelfordHost, SlotStateOfPartialSlotIgnoresPadding) {
 }
 
 }  // namespace
+
+// SumMax (a row's sum of squares and its max |epilogue(x)| in one all-reduce):
+// each half is the plain operator's bits, in either order, and the identity
+// changes nothing. A butterfly then leaves the same bits in every lane, and the
+// sum of squares the same bits as when reduced alone (Sum).
+TEST(ReduceOpsHost, SumMaxIsSumAndMaxBitwiseInEitherOrder) {
+  nktest::Rng rng(nktest::fresh_seed());
+  const normkit::SumMax op;
+  const normkit::SumPair id = normkit::SumMax::identity<normkit::SumPair>();
+  for (int i = 0; i < 1000; ++i) {
+    const normkit::SumPair a{static_cast<float>(rng.normal() * 100), static_cast<float>(std::fabs(rng.normal()))};
+    const normkit::SumPair b{static_cast<float>(rng.normal()), static_cast<float>(std::fabs(rng.normal() * 10))};
+    const normkit::SumPair ab = op(a, b), ba = op(b, a);
+    EXPECT_EQ(ab.first, ba.first);
+    EXPECT_EQ(ab.second, ba.second);
+    EXPECT_EQ(ab.first, normkit::Sum{}(a.first, b.first));
+    EXPECT_EQ(ab.second, std::max(a.second, b.second));
+    const normkit::SumPair ai = op(a, id);
+    EXPECT_EQ(ai.first, a.first);
+    EXPECT_EQ(ai.second, a.second);
+  }
+}

@@ -52,6 +52,14 @@ TEST(WholeForm, OnlyRowsTheTeamHoldsExactly) {
   EXPECT_FALSE(L::whole_form<4>(ln(4096), 160));  // more slots than the row
   EXPECT_FALSE(L::whole_form<4>(ln(4088), 128));  // the last slot empty
   EXPECT_FALSE(L::whole_form<4>(ln(4095), 128));  // the last slot partial
+  // 3 slots (N = 768 in one warp) run only in the WHOLE form; otherwise the
+  // checked 4-slot kernel takes the row (Launcher::checked_vecs).
+  EXPECT_TRUE(L::whole_form<3>(ln(768), 32));
+  EXPECT_FALSE(L::whole_form<3>(ln(768, 0x100002), 32));
+  EXPECT_FALSE(L::whole_form<3>(ln(767), 32));
+  EXPECT_EQ(L::checked_vecs(3), 4);
+  EXPECT_EQ(L::checked_vecs(2), 2);
+  EXPECT_EQ(L::checked_vecs(4), 4);
 }
 
 TEST(WholeForm, OnlyWhenEveryAccessIsAlignedToASlot) {

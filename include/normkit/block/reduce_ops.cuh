@@ -53,6 +53,19 @@ struct Max {
   }
 };
 
+/// Sums SumPair::first and takes the maximum of SumPair::second: a row's sum
+/// of squares and the maximum of a second per-element value in one
+/// all-reduce (stats::MeanSquare::compute_with_max).
+struct SumMax {
+  NORMKIT_HOST_DEVICE SumPair operator()(SumPair a, SumPair b) const {
+    return SumPair{a.first + b.first, fmaxf(a.second, b.second)};
+  }
+  template <class T>
+  NORMKIT_HOST_DEVICE static T identity() {
+    return T{0.f, -__builtin_huge_valf()};
+  }
+};
+
 /// Chan, Golub and LeVeque's merge of two Welford states, written so that
 /// merge(a, b) and merge(b, a) give identical bits: the mean is the
 /// count-weighted average and the correction uses delta squared.

@@ -75,6 +75,36 @@ NORMKIT_DEVICE void slot_to_float(const RawSlot<T, VEC>& raw, float (&out)[VEC])
   }
 }
 
+/// Four fp32 values rounded (nearest even) and saturated to the finite range
+/// of an fp8 type T, as from_float does, packed into one 32-bit word (a in the
+/// lowest byte). On sm_89+ two conversions of a pair each, joined in
+/// registers: through cuda_fp8.h's pair conversion into the byte array, the
+/// compiler split each pair into bytes and merged them again, about two more
+/// instructions per element (docs/performance.md, change 26).
+template <class T>
+NORMKIT_DEVICE uint32_t fp8x4_word(float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t w;
+  if constexpr (std::is_same_v<T, float8_e4m3>) {
+    asm("{\n.reg .b16 lo, hi;\ncvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\ncvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+        "mov.b32 %0, {lo, hi};\n}"
+        : "=r"(w)
+        : "f"(a), "f"(b), "f"(c), "f"(d));
+  } else {
+    asm("{\n.reg .b16 lo, hi;\ncvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\ncvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n"
+        "mov.b32 %0, {lo, hi};\n}"
+        : "=r"(w)
+        : "f"(a), "f"(b), "f"(c), "f"(d));
+  }
+  return w;
+#else
+  constexpr __nv_fp8_interpretation_t kKind = std::is_same_v<T, float8_e4m3> ? __NV_E4M3 : __NV_E5M2;
+  const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, kKind);
+  const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, kKind);
+  return lo | (hi << 16);
+#endif
+}
+
 /// Rounds fp32 values to a slot of T (nearest even); 16-bit types two at a
 /// time, with one packing conversion per pair.
 template <class T, int VEC>
@@ -88,8 +118,11 @@ NORMKIT_DEVICE RawSlot<T, VEC> float_to_slot(const float (&v)[VEC]) {
     __half2* o = reinterpret_cast<__half2*>(r.v);
 #pragma unroll
     for (int i = 0; i < VEC / 2; ++i) o[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  } else if constexpr ((std::is_same_v<T, float8_e4m3> || std::is_same_v<T, float8_e5m2>) && VEC % 4 == 0) {
+    uint32_t* o = reinterpret_cast<uint32_t*>(r.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 4; ++i) o[i] = fp8x4_word<T>(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
   } else if constexpr ((std::is_same_v<T, float8_e4m3> || std::is_same_v<T, float8_e5m2>) && VEC % 2 == 0) {
-    // Saturating to the finite range, as from_float does, two values per instruction.
     constexpr __nv_fp8_interpretation_t kKind = std::is_same_v<T, float8_e4m3> ? __NV_E4M3 : __NV_E5M2;
     __nv_fp8x2_storage_t* o = reinterpret_cast<__nv_fp8x2_storage_t*>(r.v);
 #pragma unroll

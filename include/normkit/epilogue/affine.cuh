@@ -16,6 +16,10 @@
 //       int64_t row, int64_t col0, float (&v)[VEC]);
 // apply_whole is apply with valid == VEC, called only when whole_slots held at
 // launch (so it may skip alignment checks). Without them, apply is called.
+// Optionally, `static constexpr bool kHomogeneous = true` declares that
+// apply(c * v) == c * apply(v) for c > 0 up to rounding (Scale; not Affine,
+// whose bias is not scaled): per-row quantization then finds max|y| within the
+// statistics' reduction (epilogue/hooks.cuh, epilogue_homogeneous_v).
 #pragma once
 
 #include <cstdint>
@@ -84,6 +88,8 @@ struct Scale {
   static_assert(std::is_same_v<W, float> || std::is_same_v<W, half> || std::is_same_v<W, bfloat16>,
                 "normkit::epilogue::Scale: weight type must be float, half or bfloat16");
   using Weight = W;
+  /// (x * c) * w == c * (x * w): a positive row factor commutes with the epilogue.
+  static constexpr bool kHomogeneous = true;
   struct Params {
     const W* weight = nullptr;
   };

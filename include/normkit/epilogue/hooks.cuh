@@ -29,6 +29,19 @@ inline bool epilogue_whole_slots(const typename E::Params& p) {
   }
 }
 
+template <class E, class = void>
+struct IsHomogeneous : std::false_type {};
+template <class E>
+struct IsHomogeneous<E, std::void_t<decltype(E::kHomogeneous)>> : std::bool_constant<E::kHomogeneous> {};
+
+/// Whether the epilogue declares itself positively homogeneous (its optional
+/// `static constexpr bool kHomogeneous`): apply(c * v) == c * apply(v) for
+/// every c > 0, up to fp32 rounding (no term independent of v: a scale, a
+/// gate by a per-column value; not a bias). Outputs that need max|y| then take
+/// it as rstd * max|apply(x)| in the statistics' reduction (row_output.cuh).
+template <class E>
+inline constexpr bool epilogue_homogeneous_v = IsHomogeneous<E>::value;
+
 /// The epilogue on one slot: apply_whole where WHOLE and the epilogue has the
 /// hooks, else apply.
 template <class E, int VEC, bool WHOLE>

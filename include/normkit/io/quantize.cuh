@@ -29,6 +29,7 @@ struct QuantStatic {
     float inv_scale = 1.f;  ///< 1 / scale, set by the launcher from a positive, finite scale
   };
   static constexpr bool kNeedsRowAbsMax = false;
+  static constexpr bool kScalesByFactor = true;  ///< pack quantizes v * factor
   static void prepare(Params&) {}
 
   template <class P>
@@ -54,6 +55,7 @@ struct QuantDynamicRow {
     float* row_scales = nullptr;  ///< fp32 [rows]: the scale of each row
   };
   static constexpr bool kNeedsRowAbsMax = true;
+  static constexpr bool kScalesByFactor = true;  ///< pack quantizes v * factor
   static void prepare(Params&) {}
 
   template <class P>

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/async_copy.cuh"
 #include "../block/block_reduce.cuh"
@@ -64,6 +65,43 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
   const int full = detail::full_slots(n, VEC, lane, team);
 
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
+    // A batch of slots for the passes after staging: from shared memory, or
+    // from global memory again (a later read: fused inputs read back h).
+    auto fetch = [&](int s0, detail::RawSlot<S, VEC>(&v)[UNROLL]) {
+      if constexpr (STAGED) {
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+          const int64_t c = RowLoader<S, VEC>::column(s0 + k, lane, team);
+          detail::read_staged_slot<S, VEC>(staged, c, detail::slot_valid(n, c, VEC), v[k]);
+        }
+      } else {
+        Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, false, v);
+      }
+    };
+    // This thread's max|y| over its slots of the chunk for statistics s
+    // (outputs scaled by the row's maximum; only reached with a staged row:
+    // the launcher never streams those). Whole staged slots without checks
+    // where every access is slot-aligned.
+    auto local_absmax = [&](const RowStats& s) {
+      float m = 0.f;
+      int s0 = 0;
+      if constexpr (STAGED) {
+        if (p.whole_access) {
+#pragma unroll 4
+          for (; s0 < full; ++s0) {
+            const detail::RawSlot<S, VEC> v[1] = {detail::read_whole_staged_slot<S, VEC>(staged, s0, lane, team)};
+            m = fmaxf(m, detail::absmax_slots<Problem, 1, true>(p, row, col_base, n, s0, lane, team, s, v));
+          }
+        }
+      }
+      for (; s0 < slots; s0 += UNROLL) {
+        detail::RawSlot<S, VEC> v[UNROLL];
+        fetch(s0, v);
+        m = fmaxf(m, detail::absmax_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, s, v));
+      }
+      return m;
+    };
+    float amax = 0.f;
     RowStats st;
     if constexpr (STAGED) {
       bool staged_async = false;
@@ -101,39 +139,17 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
       }
       using View = detail::StagedView<S, VEC>;
       const View view{staged, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
-      st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
+      st = detail::row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, &amax);
     } else {
       using View = detail::StreamView<Problem, UNROLL>;
       const View view{p, row, col_base, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
-      st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
+      st = detail::row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, &amax);
     }
     if (leader) detail::store_row_stats(p, row, st);
 
-    // A batch of slots for the output passes: from shared memory, or from
-    // global memory again (a later read: fused inputs read back h).
-    auto fetch = [&](int s0, detail::RawSlot<S, VEC>(&v)[UNROLL]) {
-      if constexpr (STAGED) {
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-          const int64_t c = RowLoader<S, VEC>::column(s0 + k, lane, team);
-          detail::read_staged_slot<S, VEC>(staged, c, detail::slot_valid(n, c, VEC), v[k]);
-        }
-      } else {
-        Problem::Input::template load<UNROLL, VEC>(p, row, col_base, n, s0, lane, team, false, v);
-      }
-    };
-
-    float amax = 0.f;
-    if constexpr (Problem::Output::kNeedsRowAbsMax) {
-      // Only reached with a staged row: the launcher never streams such outputs.
-      for (int s0 = 0; s0 < slots; s0 += UNROLL) {
-        detail::RawSlot<S, VEC> v[UNROLL];
-        fetch(s0, v);
-        amax = fmaxf(amax, detail::absmax_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, v));
-      }
-      amax = reducer.all_reduce(amax, Max{});
-    }
-    const float factor = Problem::Output::row_factor(p, row, amax, leader);
+    float factor = Problem::Output::row_factor(p, row, amax, leader);
+    using View = std::conditional_t<STAGED, detail::StagedView<S, VEC>, detail::StreamView<Problem, UNROLL>>;
+    detail::fold_row_factor<Problem, View, Reducer>(st, factor);  // mean and rstd are stored: st serves the output only
     int s0 = 0;
     // Whole batches, when every access is slot-aligned: no bounds per slot, no
     // branch on widths or parameter alignment (the WHOLE output). The rest

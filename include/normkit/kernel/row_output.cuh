@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/reduce_ops.cuh"
 #include "../block/row_loader.cuh"
@@ -65,7 +66,8 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   }
 }
 
-/// max |y| of K slots (for outputs that scale each row by its maximum).
+/// max |y| of K slots for statistics st (for outputs that scale each row by
+/// its maximum; with RowStats::unit(), max |epilogue(x)|: kFusedRowMax).
 template <class Problem, int K, bool WHOLE = false>
 NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                   int first_slot, int lane, int team, const RowStats& st,
@@ -81,6 +83,68 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row
     amax = fold_absmax(amax, v, valid);
   }
   return amax;
+}
+
+/// Whether a row's max|y| rides on the statistics' reduction: the output
+/// needs it, the statistics normalize by a scale alone (compute_with_max) and
+/// the epilogue is homogeneous, so max|y| = rstd * max|epilogue(x)|, which is
+/// known before rstd is (docs/performance.md, change 24). Its bits do not
+/// depend on the kernel shape (a maximum has no order), so rows stay batch
+/// invariant.
+template <class Problem, class View, class Reducer>
+inline constexpr bool kFusedRowMax = Problem::Output::kNeedsRowAbsMax &&
+                                     epilogue_homogeneous_v<typename Problem::Epilogue> &&
+                                     stats_has_compute_with_max_v<typename Problem::Stats, View, Reducer>;
+
+template <class O, class = void>
+struct ScalesByFactor : std::false_type {};
+template <class O>
+struct ScalesByFactor<O, std::void_t<decltype(O::kScalesByFactor)>> : std::bool_constant<O::kScalesByFactor> {};
+
+/// Whether the output's row factor may be folded into rstd: x_hat = x * rstd
+/// (the statistics offer compute_with_max), the epilogue is homogeneous and
+/// the output scales by its factor (kScalesByFactor). Then
+/// pack(factor, epilogue(x * rstd)) == pack(1, epilogue(x * (rstd * factor))):
+/// one multiplication per element fewer (quantized outputs; change 26).
+template <class Problem, class View, class Reducer>
+inline constexpr bool kFoldsRowFactor = ScalesByFactor<typename Problem::Output>::value &&
+                                        epilogue_homogeneous_v<typename Problem::Epilogue> &&
+                                        stats_has_compute_with_max_v<typename Problem::Stats, View, Reducer>;
+
+/// The statistics and factor the output walk uses (after mean and rstd are
+/// stored): the factor folded into rstd where kFoldsRowFactor allows, and a
+/// factor of exactly 1 left, which the compiler drops from pack.
+template <class Problem, class View, class Reducer>
+NORMKIT_DEVICE void fold_row_factor(RowStats& st, float& factor) {
+  if constexpr (kFoldsRowFactor<Problem, View, Reducer>) {
+    st.rstd *= factor;
+    factor = 1.0f;
+  }
+}
+
+/// A row's statistics and, for outputs that need it (kNeedsRowAbsMax), its
+/// max|y| in *amax (0 otherwise). local_absmax(st) returns this thread's
+/// max|y| over its share of the row for statistics st (absmax_slots). Fused
+/// (kFusedRowMax), it is called with RowStats::unit() (max|epilogue(x)|)
+/// before the statistics and reduced with them; otherwise after them, with a
+/// reduction of its own. (Skipping the unit normalization, one fma per
+/// element, compiled the 4-slot kernels to 64 registers instead of 54 and
+/// measured 2-10 points slower at N = 768-5120 and 12288: change 26.)
+template <class Problem, class View, class Reducer, class LocalAbsMax>
+NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, const View& view, Reducer& reducer,
+                                             LocalAbsMax&& local_absmax, float* amax) {
+  using Stats = typename Problem::Stats;
+  if constexpr (kFusedRowMax<Problem, View, Reducer>) {
+    float m = local_absmax(RowStats::unit());
+    const RowStats st = Stats::compute_with_max(view, reducer, p.cols, p.eps, m);
+    *amax = m * st.rstd;
+    return st;
+  } else {
+    const RowStats st = Stats::compute(view, reducer, p.cols, p.eps);
+    *amax = 0.f;
+    if constexpr (Problem::Output::kNeedsRowAbsMax) *amax = reducer.all_reduce(local_absmax(st), Max{});
+    return st;
+  }
 }
 
 }  // namespace detail

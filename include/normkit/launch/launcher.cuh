@@ -124,9 +124,16 @@ struct Launcher {
       const int64_t cap = kRowsPerWarpWaves * resident;
       return launch_kernel(kernel, groups < cap ? groups : cap, plan.threads, 0, 1, stream, p, plan.group);
     }
-    const auto kernel = &kernel::row_per_block<Problem, VECS, WHOLE>;
-    return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads, 0, 1, stream, p);
+    if constexpr (VECS == 3) {
+      return Status::kErrorUnsupportedShape;  // planned for rows_per_warp only: no such row_per_block kernel
+    } else {
+      const auto kernel = &kernel::row_per_block<Problem, VECS, WHOLE>;
+      return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads, 0, 1, stream, p);
+    }
   }
+
+  /// Slots per thread of the checked (not WHOLE) kernel that runs a plan of `vecs`.
+  static constexpr int checked_vecs(int vecs) { return vecs == 3 ? 4 : vecs; }
 
   template <int VECS>
   static Status run_register(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
@@ -135,8 +142,11 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;
     } else {
       const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
-      return whole_form<VECS>(p, team) ? run_register_form<VECS, true>(p, plan, device, caps, stream)
-                                        : run_register_form<VECS, false>(p, plan, device, caps, stream);
+      if (whole_form<VECS>(p, team)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
+      // 3 slots (planned only where they hold the row exactly) have no checked
+      // kernel: the checked 4-slot one gives each lane the same columns in the
+      // same order (the 4th slot, empty, adds nothing), so the same bits.
+      return run_register_form<checked_vecs(VECS), false>(p, plan, device, caps, stream);
     }
   }
 
@@ -187,6 +197,7 @@ struct Launcher {
         switch (lp.vecs) {
           case 1: return run_register<1>(p, lp, device, caps, stream);
           case 2: return run_register<2>(p, lp, device, caps, stream);
+          case 3: return run_register<3>(p, lp, device, caps, stream);
           case 4: return run_register<4>(p, lp, device, caps, stream);
           default: return Status::kErrorUnsupportedShape;
         }

@@ -126,6 +126,12 @@ inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) 
   p->threads = kernel::kRowsPerWarpThreads;
   p->group = group < 4 ? 4 : group;
   p->vecs = next_pow2(ceil_div(slots, p->group));
+  // 3 slots per lane where they hold the row exactly and 4 would leave a
+  // quarter of every lane's slots empty (16-bit N = 768: 32 lanes x 3; 384:
+  // 16 x 3): the WHOLE form instead of the checked one (docs/performance.md,
+  // change 25). The launcher runs 3 slots only in the WHOLE form; otherwise
+  // the checked 4-slot kernel, with the same lanes, slots and order.
+  if (p->vecs == 4 && f.cols % f.vec == 0 && slots == 3LL * p->group) p->vecs = 3;
   return true;
 }
 

@@ -12,17 +12,40 @@ NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
 struct MeanSquare {
-
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {
+    return from_sum(reducer.all_reduce(sum_squares(view), Sum{}), n, eps);
+  }
+
+  /// compute, and max-reduces `local_max` (this thread's part of another
+  /// per-row value) across the row in the same all-reduce, replacing it with
+  /// the row's maximum. The sum of squares is reduced in the same order as by
+  /// compute (the same bits). Offered because x_hat = x * rstd here (mean and
+  /// correction 0): an output that needs max|y| can take it as rstd *
+  /// max|epilogue(x)| before rstd is known, and save a reduction per row
+  /// (docs/performance.md, change 24; row_output.cuh, kFusedRowMax).
+  template <class View, class Reducer>
+  static NORMKIT_DEVICE RowStats compute_with_max(const View& view, Reducer& reducer, int64_t n, float eps,
+                                                  float& local_max) {
+    const SumPair r = reducer.all_reduce(SumPair{sum_squares(view), local_max}, SumMax{});
+    local_max = r.second;
+    return from_sum(r.first, n, eps);
+  }
+
+ private:
+  template <class View>
+  static NORMKIT_DEVICE float sum_squares(const View& view) {
     constexpr int VEC = View::kVec;
     float sq = 0.f;
     view.for_each_slot([&](const float (&v)[VEC], int) {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) sq = fmaf(v[i], v[i], sq);
     });
-    const float ms = reducer.all_reduce(sq, Sum{}) / static_cast<float>(n);
-    return RowStats{0.f, 0.f, rsqrtf(ms + eps)};
+    return sq;
+  }
+
+  static NORMKIT_DEVICE RowStats from_sum(float sum_sq, int64_t n, float eps) {
+    return RowStats{0.f, 0.f, rsqrtf(sum_sq / static_cast<float>(n) + eps)};
   }
 };
 

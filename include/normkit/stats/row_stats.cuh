@@ -14,8 +14,16 @@
 // A policy whose `template <class View, class Reducer> static constexpr bool
 // kUsesShift` is true for a view and reducer asks the kernels to fill
 // view.shift from the input's pilot (one extra load per row).
+// Optional, for policies whose normalization is a pure scale (x_hat = x *
+// rstd: mean and mean_correction 0, as MeanSquare):
+//   template <class View, class Reducer> static RowStats compute_with_max(
+//       const View&, Reducer&, int64_t n, float eps, float& local_max);
+// is compute, with this thread's local_max max-reduced across the row in the
+// same all-reduce (local_max receives the row's maximum). Outputs that scale
+// each row by max|y| then need no reduction of their own (kernel/row_output.cuh).
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -31,6 +39,10 @@ struct RowStats {
   float mean;
   float mean_correction;
   float rstd;
+
+  /// x_hat = x (normalize is then exact: x * 1 - 0): what an epilogue sees of
+  /// raw x, for max|epilogue(x)| before rstd is known (kernel/row_output.cuh).
+  static NORMKIT_HOST_DEVICE RowStats unit() { return RowStats{0.f, 0.f, 1.f}; }
 
   /// The fp32 mean that is stored for the backward pass.
   NORMKIT_HOST_DEVICE float stored_mean() const { return mean + mean_correction; }
@@ -80,6 +92,20 @@ struct RowReductions<T, std::void_t<decltype(T::kRowReductions)>> : std::integra
 template <class Stats>
 inline constexpr int row_reductions_v = detail::RowReductions<Stats>::value;
 }  // namespace stats
+
+namespace detail {
+template <class Stats, class View, class Reducer, class = void>
+struct HasComputeWithMax : std::false_type {};
+template <class Stats, class View, class Reducer>
+struct HasComputeWithMax<Stats, View, Reducer,
+                         std::void_t<decltype(Stats::compute_with_max(
+                             std::declval<const View&>(), std::declval<Reducer&>(), int64_t{}, 0.f,
+                             std::declval<float&>()))>> : std::true_type {};
+}  // namespace detail
+
+/// Whether a statistics policy offers compute_with_max (x_hat = x * rstd) for this view and reducer.
+template <class Stats, class View, class Reducer>
+inline constexpr bool stats_has_compute_with_max_v = detail::HasComputeWithMax<Stats, View, Reducer>::value;
 
 /// Whether a statistics policy wants view.shift filled for this view and reducer.
 template <class Stats, class View, class Reducer>
