@@ -149,6 +149,22 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       };
       EXPECT_EQ(outputs(plain, x_ref.data(), nullptr, bytes), outputs(plain, x_off, nullptr, bytes))
           << name << " N=" << n;
+      if (op == Op::kLayerNorm) {  // LayerNorm's other statistics policy: empty slots merge as nothing
+        auto welford = [&](const void* xp, const void*) {
+          nktest::NormCall c;
+          c.op = op;
+          c.stats = nktest::StatsKind::kWelford;
+          c.x_type = c.y_type = c.w_type = DType::kBF16;
+          c.x = xp;
+          c.y = y.data();
+          c.weight = w.data();
+          c.rows = rows;
+          c.cols = n;
+          return nktest::launch(c);
+        };
+        EXPECT_EQ(outputs(welford, x_ref.data(), nullptr, bytes), outputs(welford, x_off, nullptr, bytes))
+            << "LayerNorm (Welford) N=" << n;
+      }
       auto fused = [&](const void* xp, const void* rp) {
         nktest::AddNormCall c;
         c.op = op;

@@ -101,14 +101,23 @@ TEST(WelfordHost, MergeIsBitwiseSymmetricAndHandlesEmpty) {
     EXPECT_EQ(ab.count, ba.count);
     EXPECT_EQ(ab.mean, ba.mean);
     EXPECT_EQ(ab.m2, ba.m2);
-    const WelfordState ae = WelfordMerge{}(a, WelfordState{0, 0, 0});
-    EXPECT_EQ(ae.count, a.count);
-    EXPECT_FLOAT_EQ(ae.mean, a.mean);
-    EXPECT_FLOAT_EQ(ae.m2, a.m2);
+    // An empty state changes nothing, bit for bit, on either side: a checked
+    // kernel's empty slot must leave what the 3-slot WHOLE kernel (no such
+    // slot) leaves.
+    for (const WelfordState& ae : {WelfordMerge{}(a, WelfordState{0, 0, 0}), WelfordMerge{}(WelfordState{0, 0, 0}, a)}) {
+      EXPECT_EQ(ae.count, a.count);
+      EXPECT_EQ(ae.mean, a.mean);
+      EXPECT_EQ(ae.m2, a.m2);
+    }
   }
   const WelfordState none = WelfordMerge{}(WelfordState{0, 0, 0}, WelfordState{0, 0, 0});
   EXPECT_EQ(none.count, 0.f);
   EXPECT_EQ(none.m2, 0.f);
+  // Means past sqrt(FLT_MAX) ~ 1.8e19: delta^2 overflows, and 0 * inf would be NaN.
+  const WelfordState big{8.f, 1.9e19f, 1e36f};
+  const WelfordState merged = WelfordMerge{}(big, WelfordState{0, 0, 0});
+  EXPECT_EQ(merged.mean, big.mean);
+  EXPECT_EQ(merged.m2, big.m2);
 }
 
 TEST(WelfordHost, SlotStateOfPartialSlotIgnoresPadding) {

@@ -68,11 +68,17 @@ struct SumMax {
 
 /// Chan, Golub and LeVeque's merge of two Welford states, written so that
 /// merge(a, b) and merge(b, a) give identical bits: the mean is the
-/// count-weighted average and the correction uses delta squared.
+/// count-weighted average and the correction uses delta squared. Merging
+/// with an empty state returns the other state itself: the formula would
+/// multiply its mean by count * (1 / count), not always exactly 1, and turn
+/// delta^2 * 0 into NaN past |mean| ~ 1.8e19; so an empty slot (a checked
+/// kernel's padding) leaves the same bits as no slot (the 3-slot WHOLE
+/// kernel, launch/launcher.cuh).
 struct WelfordMerge {
   NORMKIT_HOST_DEVICE WelfordState operator()(WelfordState a, WelfordState b) const {
+    if (a.count == 0.f) return b;
+    if (b.count == 0.f) return a;
     const float n = a.count + b.count;
-    if (n == 0.f) return WelfordState{0.f, 0.f, 0.f};
     const float inv_n = 1.0f / n;
     const float delta = b.mean - a.mean;
     WelfordState r;

@@ -39,6 +39,8 @@ struct IsHomogeneous<E, std::void_t<decltype(E::kHomogeneous)>> : std::bool_cons
 /// every c > 0, up to fp32 rounding (no term independent of v: a scale, a
 /// gate by a per-column value; not a bias). Outputs that need max|y| then take
 /// it as rstd * max|apply(x)| in the statistics' reduction (row_output.cuh).
+/// The trait is inherited: an epilogue derived from Scale that adds an offset
+/// must declare kHomogeneous = false.
 template <class E>
 inline constexpr bool epilogue_homogeneous_v = IsHomogeneous<E>::value;
 

@@ -12,6 +12,10 @@
 // row_factor is called once per row by every thread of the row (leader is true
 // for exactly one of them, which may write per-row side outputs such as a
 // scale); pack converts one slot; the kernel stores the packed slots to y.
+// absmax is max|y| of the row; for a row holding inf or NaN it may be NaN
+// (taken as rstd * max|epilogue(x)| where kernel/row_output.cuh fuses it), so
+// a policy should map a non-finite absmax to something safe (QuantDynamicRow:
+// fmaxf drops the NaN and keeps the scale's floor).
 // Optionally `static constexpr bool kScalesByFactor = true` declares that
 // pack(p, c, v) == pack(p, 1, c * v) up to rounding: kernels may then fold the
 // factor into rstd (kernel/row_output.cuh, fold_row_factor).

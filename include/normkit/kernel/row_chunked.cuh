@@ -45,6 +45,9 @@ struct ChunkedTuning {
 template <class Problem, bool STAGED>
 __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning<STAGED>::kMinBlocks)
     row_chunked(const __grid_constant__ typename Problem::Params p, int64_t chunk) {
+  static_assert(STAGED || !Problem::Output::kNeedsRowAbsMax,
+                "normkit::kernel::row_chunked: outputs that need the row's maximum (per-row scales) keep the row "
+                "on chip: use the staged form (STAGED = true)");
   constexpr int VEC = Problem::kVec;
   constexpr int UNROLL = ChunkedTuning<STAGED>::kUnroll;
   using S = typename Problem::Storage;
@@ -79,9 +82,9 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
       }
     };
     // This thread's max|y| over its slots of the chunk for statistics s
-    // (outputs scaled by the row's maximum; only reached with a staged row:
-    // the launcher never streams those). Whole staged slots without checks
-    // where every access is slot-aligned.
+    // (outputs scaled by the row's maximum; staged rows only, as asserted
+    // above). Whole staged slots without checks where every access is
+    // slot-aligned.
     auto local_absmax = [&](const RowStats& s) {
       float m = 0.f;
       int s0 = 0;

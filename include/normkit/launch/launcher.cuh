@@ -152,18 +152,27 @@ struct Launcher {
 
   static Status run_chunked(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                             cudaStream_t stream) {
-    const bool staged = plan.shape != Shape::kStreaming;
-    const void* func = staged ? reinterpret_cast<const void*>(&kernel::row_chunked<Problem, true>)
-                              : reinterpret_cast<const void*>(&kernel::row_chunked<Problem, false>);
+    if constexpr (Problem::Output::kNeedsRowAbsMax) {
+      // The plan never streams outputs that need the row's maximum (the row
+      // must stay on chip), so no streaming kernel is instantiated for them.
+      if (plan.shape == Shape::kStreaming) return Status::kErrorUnsupportedShape;
+      return run_chunked_form<true>(p, plan, device, caps, stream);
+    } else {
+      return plan.shape == Shape::kStreaming ? run_chunked_form<false>(p, plan, device, caps, stream)
+                                             : run_chunked_form<true>(p, plan, device, caps, stream);
+    }
+  }
+
+  template <bool STAGED>
+  static Status run_chunked_form(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+                                 cudaStream_t stream) {
+    const auto kernel = &kernel::row_chunked<Problem, STAGED>;
     int64_t units = 0;  // one row at a time each
-    const Status s = resident_units(func, device, caps, plan.threads, plan.smem_bytes, plan.cluster, &units);
+    const Status s = resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads,
+                                    plan.smem_bytes, plan.cluster, &units);
     if (s != Status::kSuccess) return s;
     const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
-    if (staged) {
-      return launch_kernel(&kernel::row_chunked<Problem, true>, grid, plan.threads, plan.smem_bytes, plan.cluster,
-                           stream, p, plan.chunk);
-    }
-    return launch_kernel(&kernel::row_chunked<Problem, false>, grid, plan.threads, 0, plan.cluster, stream, p,
+    return launch_kernel(kernel, grid, plan.threads, STAGED ? plan.smem_bytes : 0, plan.cluster, stream, p,
                          plan.chunk);
   }
 
