@@ -10,7 +10,7 @@ Reads the benchmark names that bench/src/suites.cu writes:
     small_batch/<op>/<dtype>/N:<n>/M:<m>
     shape/<op>/<dtype>/N:<n>/M:<m>/shape:<shape>
 and prints, per op and dtype, the worst and the median share of the copy ceiling. Ops: layer_norm,
-rms_norm, add_rms_norm, add_rms_norm_inplace, rms_norm_fp8 (others are reported under their own name).
+rms_norm, add_rms_norm, add_rms_norm_inplace, rms_norm_fp8, rms_norm_int8 (others are reported under their own name).
 """
 
 import argparse
@@ -29,6 +29,7 @@ OPS = {
     "add_rms_norm": "Add + RMSNorm",
     "add_rms_norm_inplace": "Add + RMSNorm, in place",
     "rms_norm_fp8": "RMSNorm to fp8 e4m3",
+    "rms_norm_int8": "RMSNorm to int8",
 }
 # What each op's bytes count (normkit_bench's bytes_moved), for the markdown.
 OP_BYTES = {
@@ -40,6 +41,7 @@ OP_BYTES = {
     "add_rms_norm_inplace": "as Add + RMSNorm, with residual_out = residual and y = x (vLLM's fused_add_rms_norm)",
     "rms_norm_fp8": "x read (bf16), y written (1 byte per element), one fp32 scale per row written (dynamic "
                     "per-row scales), weight read once; no rstd",
+    "rms_norm_int8": "as RMSNorm to fp8 e4m3, with int8 y",
 }
 PLOT_COLUMNS = 3
 DTYPE_ORDER = ["fp32", "fp16", "bf16"]

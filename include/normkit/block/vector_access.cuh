@@ -105,6 +105,28 @@ NORMKIT_DEVICE uint32_t fp8x4_word(float a, float b, float c, float d) {
 #endif
 }
 
+/// Four fp32 values rounded to nearest (ties to even) and saturated to
+/// [-128, 127] (NaN: 0), as from_float<int8_t> does, packed into one 32-bit
+/// word (a in the lowest byte). On the device one saturating conversion each
+/// and three byte permutes: element by element the compiler emitted a round,
+/// two clamps, a select and a conversion per value (change 29).
+NORMKIT_DEVICE uint32_t int8x4_word(float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__)
+  int q[4];
+  const float f[4] = {a, b, c, d};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(q[i]) : "f"(f[i]));
+  const uint32_t lo = __byte_perm(static_cast<uint32_t>(q[0]), static_cast<uint32_t>(q[1]), 0x0040);
+  const uint32_t hi = __byte_perm(static_cast<uint32_t>(q[2]), static_cast<uint32_t>(q[3]), 0x0040);
+  return __byte_perm(lo, hi, 0x5410);
+#else
+  const float f[4] = {a, b, c, d};
+  uint32_t w = 0;
+  for (int i = 0; i < 4; ++i) w |= static_cast<uint32_t>(static_cast<uint8_t>(from_float<int8_t>(f[i]))) << (8 * i);
+  return w;
+#endif
+}
+
 /// Rounds fp32 values to a slot of T (nearest even); 16-bit types two at a
 /// time, with one packing conversion per pair.
 template <class T, int VEC>
@@ -122,6 +144,10 @@ NORMKIT_DEVICE RawSlot<T, VEC> float_to_slot(const float (&v)[VEC]) {
     uint32_t* o = reinterpret_cast<uint32_t*>(r.v);
 #pragma unroll
     for (int i = 0; i < VEC / 4; ++i) o[i] = fp8x4_word<T>(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+  } else if constexpr (std::is_same_v<T, int8_t> && VEC % 4 == 0) {
+    uint32_t* o = reinterpret_cast<uint32_t*>(r.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 4; ++i) o[i] = int8x4_word(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
   } else if constexpr ((std::is_same_v<T, float8_e4m3> || std::is_same_v<T, float8_e5m2>) && VEC % 2 == 0) {
     constexpr __nv_fp8_interpretation_t kKind = std::is_same_v<T, float8_e4m3> ? __NV_E4M3 : __NV_E5M2;
     __nv_fp8x2_storage_t* o = reinterpret_cast<__nv_fp8x2_storage_t*>(r.v);
