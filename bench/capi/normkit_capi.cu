@@ -4,6 +4,8 @@
 #include "normkit_capi.h"
 
 #include <cuda_runtime.h>
+
+#include <type_traits>
 #include <normkit/add_norm.cuh>
 #include <normkit/layer_norm.cuh>
 #include <normkit/quantize.cuh>
@@ -169,15 +171,19 @@ int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name)
 }
 
 int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {
-  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
-  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
-  // Planning needs a scale pointer to pick the per-row form (none is written with M = 0).
-  float scale_placeholder = 0.f;
-  normkit::LaunchPlan p;
-  const Status s =
-      normkit::rms_norm_quant_plan(rms_norm_fp8_args(nullptr, nullptr, nullptr, &scale_placeholder, 0, cols, 1e-6f), &p);
-  if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
-  return static_cast<int>(s);
+  return shape_of(
+      dtype,
+      [cols](auto tag, normkit::LaunchPlan* p) {
+        if constexpr (!std::is_same_v<decltype(tag), normkit::bfloat16>) {
+          return Status::kErrorUnsupportedType;  // bf16 only, as normkit_rms_norm_fp8_fwd
+        } else {
+          // A scale pointer selects the per-row form; with M = 0 nothing is written.
+          static float scale_placeholder;
+          return normkit::rms_norm_quant_plan(
+              rms_norm_fp8_args(nullptr, nullptr, nullptr, &scale_placeholder, 0, cols, 1e-6f), p);
+        }
+      },
+      shape_name);
 }
 
 const char* normkit_status_string(int status) { return normkit::status_string(static_cast<Status>(status)); }

@@ -18,7 +18,7 @@
 // fmaxf drops the NaN and keeps the scale's floor).
 // Optionally `static constexpr bool kScalesByFactor = true` declares that
 // pack(p, c, v) == pack(p, 1, c * v) up to rounding: kernels may then fold the
-// factor into rstd (kernel/row_output.cuh, fold_row_factor).
+// factor into rstd (kernel/row_output.cuh, output_factor).
 #pragma once
 
 #include <cstdint>

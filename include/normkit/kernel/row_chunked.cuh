@@ -52,6 +52,7 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
   constexpr int UNROLL = ChunkedTuning<STAGED>::kUnroll;
   using S = typename Problem::Storage;
   using Reducer = ClusterAllReduce<BlockAllReduce<ChunkedTuning<STAGED>::kThreads>>;
+  using View = std::conditional_t<STAGED, detail::StagedView<S, VEC>, detail::StreamView<Problem, UNROLL>>;
   __shared__ typename Reducer::TempStorage temp;
   extern __shared__ __align__(16) unsigned char staged_bytes[];
   S* staged = reinterpret_cast<S*>(staged_bytes);
@@ -140,19 +141,15 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
           detail::write_staged_slot<S, VEC>(staged, c, detail::slot_valid(n, c, VEC), v[k]);
         }
       }
-      using View = detail::StagedView<S, VEC>;
       const View view{staged, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
       st = detail::row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, &amax);
     } else {
-      using View = detail::StreamView<Problem, UNROLL>;
       const View view{p, row, col_base, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
       st = detail::row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, &amax);
     }
     if (leader) detail::store_row_stats(p, row, st);
 
-    float factor = Problem::Output::row_factor(p, row, amax, leader);
-    using View = std::conditional_t<STAGED, detail::StagedView<S, VEC>, detail::StreamView<Problem, UNROLL>>;
-    detail::fold_row_factor<Problem, View, Reducer>(st, factor);  // mean and rstd are stored: st serves the output only
+    const float factor = detail::output_factor<Problem, View, Reducer>(p, row, amax, leader, st);
     int s0 = 0;
     // Whole batches, when every access is slot-aligned: no bounds per slot, no
     // branch on widths or parameter alignment (the WHOLE output). The rest

@@ -85,40 +85,47 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row
   return amax;
 }
 
+/// Whether y is rstd times epilogue(x): the statistics normalize by a scale
+/// alone (they offer compute_with_max) and the epilogue is homogeneous. A
+/// positive row factor then moves freely between rstd and y.
+template <class Problem, class View, class Reducer>
+inline constexpr bool kScalesWithRstd = epilogue_homogeneous_v<typename Problem::Epilogue> &&
+                                        stats_has_compute_with_max_v<typename Problem::Stats, View, Reducer>;
+
 /// Whether a row's max|y| rides on the statistics' reduction: the output
-/// needs it, the statistics normalize by a scale alone (compute_with_max) and
-/// the epilogue is homogeneous, so max|y| = rstd * max|epilogue(x)|, which is
-/// known before rstd is (docs/performance.md, change 24). Its bits do not
+/// needs it and kScalesWithRstd, so max|y| = rstd * max|epilogue(x)|, which
+/// is known before rstd is (docs/performance.md, change 24). Its bits do not
 /// depend on the kernel shape (a maximum has no order), so rows stay batch
 /// invariant.
 template <class Problem, class View, class Reducer>
-inline constexpr bool kFusedRowMax = Problem::Output::kNeedsRowAbsMax &&
-                                     epilogue_homogeneous_v<typename Problem::Epilogue> &&
-                                     stats_has_compute_with_max_v<typename Problem::Stats, View, Reducer>;
+inline constexpr bool kFusedRowMax = Problem::Output::kNeedsRowAbsMax && kScalesWithRstd<Problem, View, Reducer>;
 
 template <class O, class = void>
 struct ScalesByFactor : std::false_type {};
 template <class O>
 struct ScalesByFactor<O, std::void_t<decltype(O::kScalesByFactor)>> : std::bool_constant<O::kScalesByFactor> {};
 
-/// Whether the output's row factor may be folded into rstd: x_hat = x * rstd
-/// (the statistics offer compute_with_max), the epilogue is homogeneous and
-/// the output scales by its factor (kScalesByFactor). Then
+/// Whether the output's row factor may be folded into rstd: kScalesWithRstd
+/// and the output scales by its factor (kScalesByFactor). Then
 /// pack(factor, epilogue(x * rstd)) == pack(1, epilogue(x * (rstd * factor))):
 /// one multiplication per element fewer (quantized outputs; change 26).
 template <class Problem, class View, class Reducer>
-inline constexpr bool kFoldsRowFactor = ScalesByFactor<typename Problem::Output>::value &&
-                                        epilogue_homogeneous_v<typename Problem::Epilogue> &&
-                                        stats_has_compute_with_max_v<typename Problem::Stats, View, Reducer>;
+inline constexpr bool kFoldsRowFactor =
+    ScalesByFactor<typename Problem::Output>::value && kScalesWithRstd<Problem, View, Reducer>;
 
-/// The statistics and factor the output walk uses (after mean and rstd are
-/// stored): the factor folded into rstd where kFoldsRowFactor allows, and a
-/// factor of exactly 1 left, which the compiler drops from pack.
+/// The output's row factor (Output::row_factor, which may write the row's
+/// scale), called once mean and rstd are stored: folded into st.rstd where
+/// kFoldsRowFactor allows, leaving a factor of exactly 1, which the compiler
+/// drops from pack. st then serves the output walk only.
 template <class Problem, class View, class Reducer>
-NORMKIT_DEVICE void fold_row_factor(RowStats& st, float& factor) {
+NORMKIT_DEVICE float output_factor(const typename Problem::Params& p, int64_t row, float amax, bool leader,
+                                   RowStats& st) {
+  const float factor = Problem::Output::row_factor(p, row, amax, leader);
   if constexpr (kFoldsRowFactor<Problem, View, Reducer>) {
     st.rstd *= factor;
-    factor = 1.0f;
+    return 1.0f;
+  } else {
+    return factor;
   }
 }
 

@@ -44,15 +44,13 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, in
   }
   const View view{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
   float amax = 0.f;
-  const RowStats st = row_stats_and_absmax<Problem>(
+  RowStats st = row_stats_and_absmax<Problem>(
       p, view, reducer,
       [&](const RowStats& s) { return absmax_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, s, v); }, &amax);
   const bool leader = active && lane == 0;
   if (leader) store_row_stats(p, r, st);
-  float factor = Problem::Output::row_factor(p, r, amax, leader);
-  RowStats out_st = st;
-  fold_row_factor<Problem, View, Reducer>(out_st, factor);
-  if (active) store_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, out_st, factor, v);
+  const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);
+  if (active) store_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, st, factor, v);
 }
 
 }  // namespace detail
