@@ -19,7 +19,7 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 40000, 300000};
+const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 40000, 150000, 300000};
 
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
 // input and returns the output bytes of row `probe`.

@@ -196,6 +196,44 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(s.cluster, 1);
 }
 
+// Clusters of 3, 5, 6 or 7 CTAs measured slower than the next power of two
+// (docs/performance.md, change 31), so a row that needs 3 CTAs gets 4.
+TEST(Plan, ClustersArePowersOfTwo) {
+  const LaunchPlan c = plan_of(bf16_row(131072), h200());  // 256 KiB: would fit 3 CTAs of 96 KiB
+  EXPECT_EQ(c.shape, Shape::kRowInCluster);
+  EXPECT_EQ(c.cluster, 4);
+  EXPECT_EQ(c.chunk, 32768);
+  EXPECT_EQ(plan_of(f32_row(65536), h200()).cluster, 4);
+  RowFormat quant = bf16_row(262144);  // 512 KiB on chip: 6 CTAs would do
+  quant.needs_on_chip = true;
+  EXPECT_EQ(plan_of(quant, h200()).cluster, 8);
+  EXPECT_EQ(plan_of(bf16_row(40000), h200(), Shape::kStreaming).cluster, 4);  // 3 CTAs' worth of slots
+  EXPECT_EQ(plan_of(bf16_row(200000), h200(), Shape::kRowInCluster).cluster, 8);  // 5 CTAs of 96 KiB
+  for (int64_t n = 1; n <= (1 << 22); n = n * 5 / 4 + 1) {
+    for (const Shape s : {Shape::kAuto, Shape::kRowInCluster, Shape::kStreaming}) {
+      LaunchPlan p;
+      if (choose_plan(bf16_row(n), h200(), s, &p) != Status::kSuccess) continue;
+      EXPECT_EQ(p.cluster & (p.cluster - 1), 0) << "N=" << n << " cluster " << p.cluster;
+    }
+  }
+}
+
+// A fused add's row is staged on chip up to 512 KiB (streaming would read h
+// back); plain rows stream past 256 KiB.
+TEST(Plan, FusedInputsStayOnChipLonger) {
+  RowFormat fused = bf16_row(262144);
+  fused.plain_copy = false;
+  const LaunchPlan p = plan_of(fused, h200());
+  EXPECT_EQ(p.shape, Shape::kRowInCluster);
+  EXPECT_EQ(p.cluster, 8);
+  EXPECT_LE(p.smem_bytes, 232448u);
+  EXPECT_EQ(plan_of(bf16_row(262144), h200()).shape, Shape::kStreaming);
+  fused.cols = 262145;
+  EXPECT_EQ(plan_of(fused, h200()).shape, Shape::kStreaming);
+  fused.cols = 131073;  // past 256 KiB, still on chip
+  EXPECT_EQ(plan_of(fused, h200()).shape, Shape::kRowInCluster);
+}
+
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(1025), h200(), Shape::kRowsPerWarp, &p), Status::kErrorUnsupportedShape);

@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
         }
       }
       const View view{staged, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
-      st = detail::row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, &amax);
+      st = detail::staged_row_stats_and_absmax<Problem>(p, row, col_base, view, reducer, local_absmax, &amax);
     } else {
       const View view{p, row, col_base, n, slots, lane, team, detail::row_pilot<Problem, View, Reducer>(p, row)};
       st = detail::row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, &amax);

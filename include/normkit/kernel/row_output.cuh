@@ -66,6 +66,19 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   }
 }
 
+/// amax folded with max |y| of one slot, x in fp32 (columns col .. col + VEC,
+/// the first `valid` real), for statistics st.
+template <class Problem, bool WHOLE = false>
+NORMKIT_DEVICE float fold_slot_absmax(float amax, const typename Problem::Params& p, int64_t row, int64_t col,
+                                      int valid, const RowStats& st, const float (&x)[Problem::kVec]) {
+  constexpr int VEC = Problem::kVec;
+  float v[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) v[i] = st.normalize(x[i]);
+  apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+  return fold_absmax(amax, v, valid);
+}
+
 /// max |y| of K slots for statistics st (for outputs that scale each row by
 /// its maximum; with RowStats::unit(), max |epilogue(x)|: kFusedRowMax).
 template <class Problem, int K, bool WHOLE = false>
@@ -78,9 +91,9 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<float, VEC>::column(first_slot + k, lane, team);
     const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
-    float v[VEC];
-    transform_slot<Problem, WHOLE>(p, row, col_base + c, valid, st, raw[k], v);
-    amax = fold_absmax(amax, v, valid);
+    float x[VEC];
+    slot_to_float(raw[k], x);
+    amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x);
   }
   return amax;
 }
@@ -151,6 +164,36 @@ NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, 
     *amax = 0.f;
     if constexpr (Problem::Output::kNeedsRowAbsMax) *amax = reducer.all_reduce(local_absmax(st), Max{});
     return st;
+  }
+}
+
+/// row_stats_and_absmax for a chunk staged in shared memory (row_chunked).
+/// Where kFusedRowMax holds, max |epilogue(x)| is folded into the statistics'
+/// own walk through the view's tap instead of a walk of its own before it:
+/// one pass over shared memory, and over the weight's loads from L2, fewer
+/// (docs/performance.md, change 30). The maximum is the same set of values
+/// either way, so its bits do not change.
+template <class Problem, class Reducer, class S, int VEC, class LocalAbsMax>
+NORMKIT_DEVICE RowStats staged_row_stats_and_absmax(const typename Problem::Params& p, int64_t row, int64_t col_base,
+                                                    const StagedView<S, VEC>& view, Reducer& reducer,
+                                                    LocalAbsMax&& local_absmax, float* amax) {
+  if constexpr (kFusedRowMax<Problem, StagedView<S, VEC>, Reducer>) {
+    float m = 0.f;
+    auto tap = [&](const float (&x)[VEC], int valid, int s, auto whole) {
+      const int64_t col = col_base + RowLoader<S, VEC>::column(s, view.lane, view.team);
+      if (decltype(whole)::value && p.whole_access) {
+        m = fold_slot_absmax<Problem, true>(m, p, row, col, VEC, RowStats::unit(), x);
+      } else {
+        m = fold_slot_absmax<Problem>(m, p, row, col, valid, RowStats::unit(), x);
+      }
+    };
+    const StagedView<S, VEC, decltype(tap)> tapped{view.chunk, view.n, view.slots, view.lane, view.team, view.shift, tap};
+    // m is read after the walk (the contract of compute_with_max).
+    const RowStats st = Problem::Stats::compute_with_max(tapped, reducer, p.cols, p.eps, m);
+    *amax = m * st.rstd;
+    return st;
+  } else {
+    return row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, amax);
   }
 }
 

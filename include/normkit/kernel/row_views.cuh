@@ -72,9 +72,19 @@ NORMKIT_DEVICE void read_staged_slot(const S* chunk, int64_t col, int valid, Raw
   }
 }
 
+/// A StagedView's tap that does nothing.
+struct NoTap {
+  template <int VEC, class Whole>
+  NORMKIT_DEVICE void operator()(const float (&)[VEC], int, int, Whole) const {}
+};
+
 /// A row chunk staged in shared memory; this thread's slots only, so no
-/// barrier is needed between staging and reading.
-template <class S, int VEC>
+/// barrier is needed between staging and reading. Every walk also calls
+/// tap(v, valid, slot, whole) on each slot before the policy sees it (whole:
+/// std::true_type for slots within the first n columns), so a kernel can fold
+/// a value of its own into the statistics' walk (row_chunked: the fused
+/// row maximum, a walk of shared memory fewer).
+template <class S, int VEC, class Tap = NoTap>
 struct StagedView {
   static constexpr int kVec = VEC;
   static constexpr bool kResident = true;
@@ -84,6 +94,7 @@ struct StagedView {
   int lane;
   int team;
   float shift = 0.f;  ///< the row's pilot (Input::pilot), for policies that shift by it
+  Tap tap = Tap{};
 
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {
@@ -94,6 +105,7 @@ struct StagedView {
       const RawSlot<S, VEC> raw = read_whole_staged_slot<S, VEC>(chunk, s, lane, team);
       float v[VEC];
       slot_to_float(raw, v);
+      tap(v, VEC, s, std::true_type{});
       f(v, VEC);
     }
     for (; s < slots; ++s) {
@@ -103,6 +115,7 @@ struct StagedView {
       read_staged_slot<S, VEC>(chunk, c, valid, raw);
       float v[VEC];
       slot_to_float(raw, v);
+      tap(v, valid, s, std::false_type{});
       f(v, valid);
     }
   }

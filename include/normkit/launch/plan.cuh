@@ -53,6 +53,7 @@ struct RowFormat {
   int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
+  bool plain_copy = true;      ///< the row is x unchanged (Input::kIsPlainCopy; false: a fused add)
 };
 
 struct LaunchPlan {
@@ -74,6 +75,7 @@ struct PlanTuning {
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
   static constexpr int64_t kStagedChunkBytes = 98304;      ///< target staged bytes per CTA (two CTAs per SM)
   static constexpr int64_t kAutoStagedRowBytes = 262144;   ///< longest row staged on chip; longer rows stream
+  static constexpr int64_t kAutoStagedFusedRowBytes = 524288;  ///< the same for inputs not a plain copy of x
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
 };
@@ -87,6 +89,14 @@ inline int next_pow2(int64_t v) {
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// CTAs per row for a row that wants `ctas` of them: rounded up to a power of
+/// two (at most kMaxCluster). Measured (docs/performance.md, change 33): a
+/// cluster of 3 ran add + RMSNorm bf16 N = 131072 at 68-82% of the copy where
+/// one of 4 runs 90%, and 6 lost to 8 at 262144 (fp8 44% against 48%).
+inline int cluster_size(int64_t ctas) {
+  return ctas <= 1 ? 1 : (ctas >= PlanTuning::kMaxCluster ? PlanTuning::kMaxCluster : next_pow2(ctas));
+}
 
 /// Bytes of one row of x (a slot is 16 bytes of x).
 inline int64_t x_row_bytes(const RowFormat& f) { return f.vec > 0 ? f.cols * (16 / f.vec) : 0; }
@@ -187,8 +197,8 @@ inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* 
   if (d.cluster_launch) {
     using T = kernel::ChunkedTuning<false>;
     const int64_t per_cta = static_cast<int64_t>(T::kThreads) * f.vec * T::kUnroll;
-    cluster = static_cast<int>(ceil_div(f.cols, per_cta));
-    cluster = cluster < 1 ? 1 : (cluster > PlanTuning::kStreamingCluster ? PlanTuning::kStreamingCluster : cluster);
+    const int64_t ctas = ceil_div(f.cols, per_cta);
+    cluster = cluster_size(ctas < PlanTuning::kStreamingCluster ? ctas : PlanTuning::kStreamingCluster);
   }
   set_chunks(f, cluster, kernel::ChunkedTuning<false>::kThreads, p);
   p->shape = Shape::kStreaming;
@@ -211,9 +221,8 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
     case Shape::kRowInCluster: {
       if (!d.cluster_launch) break;
       const int64_t row_bytes = f.cols * f.storage_bytes;
-      int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
-      c = c < 2 ? 2 : (c > PlanTuning::kMaxCluster ? PlanTuning::kMaxCluster : c);
-      ok = detail::plan_staged(f, d, c, &p);
+      const int64_t ctas = detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes);
+      ok = detail::plan_staged(f, d, detail::cluster_size(ctas < 2 ? 2 : ctas), &p);
       break;
     }
     case Shape::kStreaming: ok = detail::plan_streaming(f, d, &p); break;
@@ -225,17 +234,20 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       } else if (detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes &&
                  detail::plan_row_per_block(f, vecs, &p)) {
         ok = true;
-      } else if (row_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
+      } else if (row_bytes > (f.plain_copy ? PlanTuning::kAutoStagedRowBytes : PlanTuning::kAutoStagedFusedRowBytes) &&
+                 !f.needs_on_chip) {
         // Measured: past 256 KiB, two reads of the row (TwoPass's one walk,
-        // then the output) beat staging it across a large cluster.
+        // then the output) beat staging it across a large cluster. Not for a
+        // fused add, whose second read is of h, written by the first: staged
+        // in a cluster of 8 up to 512 KiB, add + RMSNorm bf16 N = 262144 runs
+        // at 87-88% of the copy against 77-79% streamed (change 33).
         ok = detail::plan_streaming(f, d, &p);
       } else {
-        int c = static_cast<int>(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
+        int c = detail::cluster_size(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
         if (c <= 1 || !d.cluster_launch) {
           ok = detail::plan_staged(f, d, 1, &p);
         } else {
-          for (; c <= PlanTuning::kMaxCluster && !ok; ++c) ok = detail::plan_staged(f, d, c, &p);
-          if (!ok) ok = detail::plan_staged(f, d, PlanTuning::kMaxCluster, &p);
+          for (; c <= PlanTuning::kMaxCluster && !ok; c *= 2) ok = detail::plan_staged(f, d, c, &p);
         }
         if (!ok) ok = detail::plan_streaming(f, d, &p);
       }

@@ -27,7 +27,8 @@ struct MeanSquare {
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute_with_max(const View& view, Reducer& reducer, int64_t n, float eps,
                                                   float& local_max) {
-    const SumPair r = reducer.all_reduce(SumPair{sum_squares(view), local_max}, SumMax{});
+    const float sum_sq = sum_squares(view);  // before local_max is read: a view may fold into it as walked
+    const SumPair r = reducer.all_reduce(SumPair{sum_sq, local_max}, SumMax{});
     local_max = r.second;
     return from_sum(r.first, n, eps);
   }

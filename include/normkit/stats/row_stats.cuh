@@ -21,6 +21,8 @@
 // is compute, with this thread's local_max max-reduced across the row in the
 // same all-reduce (local_max receives the row's maximum). Outputs that scale
 // each row by max|y| then need no reduction of their own (kernel/row_output.cuh).
+// Read local_max only after the last walk of the view: a kernel's view may
+// fold this thread's part into it as it is walked (staged rows do).
 // Offer it for every view and reducer or none (which kernel form runs must
 // not change the bits), and give the same statistics as compute. A policy
 // derived from MeanSquare that changes compute must hide it as well.
