@@ -267,6 +267,67 @@ TEST(ClusterAllReduce, AcrossTheCtasOfAClusterOnHopper) {
   }
 }
 
+// Many reductions in a row, with the CTAs of a cluster pushed out of step
+// (rank-dependent waits that change every round), so that a partial of the
+// next round may arrive before a slow CTA has read this one: each round's
+// result must still be exact, and the same in every thread.
+constexpr int kRounds = 64;
+
+__global__ void cluster_rounds_kernel(const float* in, float* out) {
+  using R = normkit::ClusterAllReduce<normkit::BlockAllReduce<256>>;
+  __shared__ typename R::TempStorage temp;
+  R reduce(temp);
+  const int gid = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned rank = reduce.rank();
+  for (int k = 0; k < kRounds; ++k) {
+    if (((k + rank) % 3) == 0) __nanosleep(2000 * (rank + 1));
+    const float s = reduce.all_reduce(in[gid] * static_cast<float>(k + 1), normkit::Sum{});
+    out[static_cast<int64_t>(gid) * kRounds + k] = s;
+  }
+  reduce.finish();
+}
+
+TEST(ClusterAllReduce, ManyRoundsWithCtasOutOfStep) {
+  NK_REQUIRE_GPU();
+  int dev = 0, major = 0;
+  NK_CUDA_OK(cudaGetDevice(&dev));
+  NK_CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  nktest::Rng rng(nktest::fresh_seed());
+  for (int cluster : {2, 3, 4, 8}) {
+    const int clusters = 5, threads = 256, total = clusters * cluster * threads;
+    std::vector<float> in(total);
+    for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 64) - 20);
+    DeviceBuffer din(total * 4), dout(int64_t{total} * kRounds * 4);
+    NK_CUDA_OK(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(clusters * cluster);
+    cfg.blockDim = dim3(threads);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    NK_CUDA_OK(cudaLaunchKernelEx(&cfg, cluster_rounds_kernel, reinterpret_cast<const float*>(din.data()),
+                                  reinterpret_cast<float*>(dout.data())));
+    NK_CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> out(static_cast<size_t>(total) * kRounds);
+    NK_CUDA_OK(cudaMemcpy(out.data(), dout.data(), out.size() * 4, cudaMemcpyDeviceToHost));
+    for (int c = 0; c < clusters; ++c) {
+      double s = 0;  // integers: every partial sum is exact in fp32
+      for (int i = c * cluster * threads; i < (c + 1) * cluster * threads; ++i) s += in[i];
+      for (int i = c * cluster * threads; i < (c + 1) * cluster * threads; ++i) {
+        for (int k = 0; k < kRounds; ++k) {
+          ASSERT_EQ(out[static_cast<size_t>(i) * kRounds + k], s * (k + 1))
+              << "cluster size " << cluster << ", cluster " << c << ", thread " << i << ", round " << k;
+        }
+      }
+    }
+  }
+}
+
 // -------------------------------------------------------- statistics policies
 // A CTA holds one row in registers through RowLoader and a RegisterView; each
 // policy computes its statistics through a BlockAllReduce.

@@ -1,37 +1,77 @@
 // normkit/block/cluster_reduce.cuh: all-reduce across the CTAs of a thread-block
 // cluster (sm_90+), for rows split across several multiprocessors.
 //
-// Each CTA reduces its own part with a BlockAllReduce, thread 0 publishes the
-// CTA's partial in shared memory, one cluster barrier, then every thread folds
-// all ranks' partials, read through distributed shared memory, in rank order;
-// so every thread of every CTA gets the same bits. Partials alternate between
-// two slots, as in BlockAllReduce, so consecutive calls need one barrier each.
-// With a cluster of one CTA this is exactly the block reduction.
+// Each CTA reduces its own part with a BlockAllReduce; thread 0 then pushes
+// the CTA's partial into every CTA's shared memory (its own included) with
+// st.async, which signals the receiving CTA's mbarrier; every thread waits on
+// its CTA's mbarrier and folds all ranks' partials in rank order, so every
+// thread of every CTA gets the same bits. No cluster barrier per reduction:
+// `cluster.sync()` compiles to a GPU-wide memory barrier in every thread and
+// an invalidation of all of L1 (docs/performance.md, change 35), which a row
+// paid on each reduction. Partials and mbarriers alternate between two
+// phases: a CTA cannot run two reductions ahead of another (each needs every
+// CTA's partial of the one before), and a CTA sends its next partial only
+// after the block reduction's barrier, so after all its threads have read the
+// phase before. With a cluster of one CTA this is exactly the block reduction.
 #pragma once
 
 #include <cooperative_groups.h>
+
+#include <cstdint>
+#include <cstring>
 
 #include "../config.cuh"
 #include "block_reduce.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
+namespace detail {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+NORMKIT_DEVICE uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+/// The address of the same shared-memory location in cluster rank `rank`'s CTA.
+NORMKIT_DEVICE uint32_t cluster_peer_address(uint32_t local, unsigned rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+#endif
+
+}  // namespace detail
 
 template <class BlockReducer>
 class ClusterAllReduce {
  public:
   /// Its reductions synchronize CTAs (statistics policies may trade walks for them).
   static constexpr bool kSpansCtas = true;
+  /// Largest cluster the exchange has slots for (the launcher uses at most 8).
+  static constexpr int kMaxRanks = 16;
+  static constexpr int kSlotBytes = 16;
 
   struct TempStorage {
     typename BlockReducer::TempStorage block;
-    alignas(16) unsigned char partials[2][16];
+    alignas(8) uint64_t arrived[2];  ///< per phase: completes when every rank's partial is here
+    alignas(16) unsigned char partials[2][kMaxRanks][kSlotBytes];
   };
 
+  /// Every thread of the CTA constructs it (with a cluster of several CTAs,
+  /// it synchronizes the cluster once, so that no partial reaches a CTA
+  /// before its mbarriers exist).
   NORMKIT_DEVICE explicit ClusterAllReduce(TempStorage& storage)
-      : storage_(storage), block_(storage.block), phase_(0) {
+      : storage_(storage), block_(storage.block), phase_(0), parity_(0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     size_ = cooperative_groups::this_cluster().num_blocks();
     rank_ = cooperative_groups::this_cluster().block_rank();
+    if (size_ > 1) {
+      if (threadIdx.x == 0) {
+        for (int p = 0; p < 2; ++p) {
+          asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(detail::smem_address(&storage_.arrived[p]))
+                       : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      }
+      cooperative_groups::this_cluster().sync();
+    }
 #else
     size_ = 1;
     rank_ = 0;
@@ -43,15 +83,44 @@ class ClusterAllReduce {
 
   template <class T, class Op>
   NORMKIT_DEVICE T all_reduce(T v, Op op) {
+    static_assert(sizeof(T) <= kSlotBytes, "normkit::ClusterAllReduce: values are limited to 16 bytes");
     v = block_.all_reduce(v, op);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (size_ > 1) {
-      auto cluster = cooperative_groups::this_cluster();
-      T* mine = reinterpret_cast<T*>(storage_.partials[phase_]);
-      if (threadIdx.x == 0) *mine = v;
-      cluster.sync();
-      T acc = *cluster.map_shared_rank(mine, 0);
-      for (unsigned r = 1; r < size_; ++r) acc = op(acc, *cluster.map_shared_rank(mine, r));
+      const uint32_t arrived = detail::smem_address(&storage_.arrived[phase_]);
+      if (threadIdx.x == 0) {
+        uint32_t words[kSlotBytes / 4] = {0, 0, 0, 0};
+        memcpy(words, &v, sizeof(T));
+        const uint32_t slot = detail::smem_address(storage_.partials[phase_][rank_]);
+        // This CTA expects one slot from every rank, then sends its own.
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(arrived),
+                     "r"(static_cast<uint32_t>(size_ * kSlotBytes))
+                     : "memory");
+#pragma unroll 1
+        for (unsigned r = 0; r < size_; ++r) {
+          asm volatile(
+              "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
+                  detail::cluster_peer_address(slot, r)),
+              "r"(words[0]), "r"(words[1]), "r"(words[2]), "r"(words[3]), "r"(detail::cluster_peer_address(arrived, r))
+              : "memory");
+        }
+      }
+      const uint32_t parity = (parity_ >> phase_) & 1u;
+      uint32_t done = 0;
+      do {
+        asm volatile(
+            "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
+            " selp.u32 %0, 1, 0, ready;\n}" : "=r"(done) : "r"(arrived), "r"(parity) : "memory");
+      } while (!done);
+      parity_ ^= 1u << phase_;
+      T acc;
+      memcpy(&acc, storage_.partials[phase_][0], sizeof(T));
+#pragma unroll 1
+      for (unsigned r = 1; r < size_; ++r) {
+        T other;
+        memcpy(&other, storage_.partials[phase_][r], sizeof(T));
+        acc = op(acc, other);
+      }
       phase_ ^= 1;
       return acc;
     }
@@ -60,7 +129,7 @@ class ClusterAllReduce {
   }
 
   /// Call once before the CTA exits: no CTA may leave while another can still
-  /// read its shared memory.
+  /// send to it or read from it.
   NORMKIT_DEVICE void finish() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (size_ > 1) cooperative_groups::this_cluster().sync();
@@ -73,6 +142,7 @@ class ClusterAllReduce {
   unsigned size_;
   unsigned rank_;
   int phase_;
+  uint32_t parity_;  ///< bit p: the parity of phase p's mbarrier phase now awaited
 };
 
 NORMKIT_NAMESPACE_END
