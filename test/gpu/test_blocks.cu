@@ -209,6 +209,31 @@ TEST(BlockAllReduce, CubBackedAnyWarpCount) {
 }
 
 // --------------------------------------------------------- ClusterAllReduce
+// Whether the current device launches thread-block clusters (sm_90+).
+bool has_clusters() {
+  int dev = 0, major = 0;
+  EXPECT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  EXPECT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  return major >= 9;
+}
+
+// Launches kernel(in, out) as `clusters` clusters of `cluster` CTAs of `threads`.
+cudaError_t launch_in_clusters(void (*kernel)(const float*, float*), int clusters, int cluster, int threads,
+                               DeviceBuffer& in, DeviceBuffer& out) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(clusters * cluster);
+  cfg.blockDim = dim3(threads);
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cluster;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, reinterpret_cast<const float*>(in.data()),
+                            reinterpret_cast<float*>(out.data()));
+}
+
 __global__ void cluster_reduce_kernel(const float* in, float* out) {
   using R = normkit::ClusterAllReduce<normkit::BlockAllReduce<256>>;
   __shared__ typename R::TempStorage temp;
@@ -225,10 +250,7 @@ __global__ void cluster_reduce_kernel(const float* in, float* out) {
 
 TEST(ClusterAllReduce, AcrossTheCtasOfAClusterOnHopper) {
   NK_REQUIRE_GPU();
-  int dev = 0, major = 0;
-  NK_CUDA_OK(cudaGetDevice(&dev));
-  NK_CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  if (major < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  if (!has_clusters()) GTEST_SKIP() << "thread-block clusters need sm_90";
   nktest::Rng rng(nktest::fresh_seed());
   for (int cluster : {1, 2, 4, 8}) {
     const int clusters = 3, threads = 256, total = clusters * cluster * threads;
@@ -236,18 +258,7 @@ TEST(ClusterAllReduce, AcrossTheCtasOfAClusterOnHopper) {
     for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 100) - 20);
     DeviceBuffer din(total * 4), dout(total * 12);
     NK_CUDA_OK(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(clusters * cluster);
-    cfg.blockDim = dim3(threads);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    NK_CUDA_OK(cudaLaunchKernelEx(&cfg, cluster_reduce_kernel, reinterpret_cast<const float*>(din.data()),
-                                  reinterpret_cast<float*>(dout.data())));
+    NK_CUDA_OK(launch_in_clusters(cluster_reduce_kernel, clusters, cluster, threads, din, dout));
     NK_CUDA_OK(cudaDeviceSynchronize());
     std::vector<float> out(total * 3);
     NK_CUDA_OK(cudaMemcpy(out.data(), dout.data(), total * 12, cudaMemcpyDeviceToHost));
@@ -289,10 +300,7 @@ __global__ void cluster_rounds_kernel(const float* in, float* out) {
 
 TEST(ClusterAllReduce, ManyRoundsWithCtasOutOfStep) {
   NK_REQUIRE_GPU();
-  int dev = 0, major = 0;
-  NK_CUDA_OK(cudaGetDevice(&dev));
-  NK_CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  if (major < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  if (!has_clusters()) GTEST_SKIP() << "thread-block clusters need sm_90";
   nktest::Rng rng(nktest::fresh_seed());
   for (int cluster : {2, 3, 4, 8}) {
     const int clusters = 5, threads = 256, total = clusters * cluster * threads;
@@ -300,18 +308,7 @@ TEST(ClusterAllReduce, ManyRoundsWithCtasOutOfStep) {
     for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 64) - 20);
     DeviceBuffer din(total * 4), dout(int64_t{total} * kRounds * 4);
     NK_CUDA_OK(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(clusters * cluster);
-    cfg.blockDim = dim3(threads);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    NK_CUDA_OK(cudaLaunchKernelEx(&cfg, cluster_rounds_kernel, reinterpret_cast<const float*>(din.data()),
-                                  reinterpret_cast<float*>(dout.data())));
+    NK_CUDA_OK(launch_in_clusters(cluster_rounds_kernel, clusters, cluster, threads, din, dout));
     NK_CUDA_OK(cudaDeviceSynchronize());
     std::vector<float> out(static_cast<size_t>(total) * kRounds);
     NK_CUDA_OK(cudaMemcpy(out.data(), dout.data(), out.size() * 4, cudaMemcpyDeviceToHost));

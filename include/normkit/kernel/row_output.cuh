@@ -187,7 +187,8 @@ NORMKIT_DEVICE RowStats staged_row_stats_and_absmax(const typename Problem::Para
         m = fold_slot_absmax<Problem>(m, p, row, col, valid, RowStats::unit(), x);
       }
     };
-    const StagedView<S, VEC, decltype(tap)> tapped{view.chunk, view.n, view.slots, view.lane, view.team, view.shift, tap};
+    const StagedView<S, VEC, decltype(tap)> tapped{view.chunk, view.n, view.slots, view.lane,
+                                                   view.team, view.shift, tap};
     // m is read after the walk (the contract of compute_with_max).
     const RowStats st = Problem::Stats::compute_with_max(tapped, reducer, p.cols, p.eps, m);
     *amax = m * st.rstd;
