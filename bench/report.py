@@ -46,7 +46,8 @@ OP_BYTES = {
 PLOT_COLUMNS = 3
 DTYPE_ORDER = ["fp32", "fp16", "bf16"]
 DTYPE_COLORS = {"fp32": "C0", "fp16": "C1", "bf16": "C2"}  # the same colour in every subplot
-SHAPE_ORDER = ["rows_per_warp", "row_per_block", "row_in_smem", "row_in_cluster", "streaming"]
+SHAPE_ORDER = ["rows_per_warp", "row_per_block", "row_in_smem", "row_in_cluster", "streaming",
+               "row_in_cluster_registers"]
 TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 # Suffixes Google Benchmark adds to a registered name.
 GBENCH_SUFFIXES = ("iterations:", "repeats:", "threads:", "manual_time", "real_time", "min_time:", "min_warmup_time:")

@@ -51,7 +51,8 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void*
                                                  void* stream);
 
 /* The kernel shape ("rows_per_warp", "row_per_block", "row_in_smem",
- * "row_in_cluster", "streaming") the forward call would use for rows of
+ * "row_in_cluster", "streaming"; "row_in_cluster_registers" only for per-row
+ * quantized outputs) the forward call would use for rows of
  * `cols` on the current device; the shape never depends on the number of
  * rows. Stores a static string in *shape_name on success. */
 NORMKIT_CAPI_EXPORT int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);

@@ -36,7 +36,8 @@ const std::vector<int64_t> kSmallBatchCols = {4096, 8192};
 constexpr int64_t kShapeMinCols = 1024;  // below, only rows_per_warp and row_per_block compete
 const std::vector<normkit::Shape> kForcedShapes = {normkit::Shape::kRowsPerWarp, normkit::Shape::kRowPerBlock,
                                                    normkit::Shape::kRowInSmem, normkit::Shape::kRowInCluster,
-                                                   normkit::Shape::kStreaming};
+                                                   normkit::Shape::kStreaming,
+                                                   normkit::Shape::kRowInClusterRegisters};
 
 benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b) {
   // One iteration whose manual time is the median of the samples taken inside it.

@@ -122,6 +122,7 @@ TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
                                               {Shape::kRowPerBlock, 4096},  {Shape::kRowInSmem, 20000},
                                               {Shape::kRowInCluster, 70001}, {Shape::kStreaming, 300007},
                                               {Shape::kAuto, 768},          {Shape::kAuto, 8192},
+                                              {Shape::kAuto, 32768},  // 8 slots per thread (RMSNorm)
                                               {Shape::kAuto, 65536},        {Shape::kAuto, 131072},
                                               {Shape::kAuto, 200003}};  // 4 CTAs; 8, on chip past 256 KiB
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {

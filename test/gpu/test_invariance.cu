@@ -19,7 +19,8 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 40000, 150000, 300000};
+// 16384 and 65536: the per-row quantized output's 8-slot and cluster-register shapes.
+const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 16384, 40000, 65536, 150000, 300000};
 
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
 // input and returns the output bytes of row `probe`.

@@ -22,7 +22,10 @@ struct ShapeLength {
 };
 const ShapeLength kShapes[] = {{Shape::kRowsPerWarp, 100, 301},  {Shape::kRowPerBlock, 3001, 41},
                                {Shape::kRowInSmem, 20001, 13},   {Shape::kRowInCluster, 70001, 7},
-                               {Shape::kStreaming, 300007, 3}};
+                               {Shape::kStreaming, 300007, 3},
+                               // fp32 rows of 64 KiB and 16-bit RMSNorm rows of 64 KiB: 8 slots per thread
+                               // (the checked form where pointers or strides are not slot-aligned)
+                               {Shape::kAuto, 16384, 5},         {Shape::kAuto, 32768, 5}};
 
 class Layouts : public ::testing::TestWithParam<ShapeLength> {
  protected:
@@ -97,7 +100,7 @@ TEST_P(Layouts, OptionalWeightBiasAndStatistics) {
 }
 
 std::string shape_param_name(const ::testing::TestParamInfo<ShapeLength>& i) {
-  return normkit::shape_name(i.param.shape);
+  return std::string(normkit::shape_name(i.param.shape)) + "_" + std::to_string(i.param.n);
 }
 
 INSTANTIATE_TEST_SUITE_P(EachShape, Layouts, ::testing::ValuesIn(kShapes), shape_param_name);

@@ -54,20 +54,25 @@ struct QuantCase {
   bool dynamic = true;
   Shape shape = Shape::kAuto;
   int64_t rows = 33, cols = 4096;
+  int64_t x_pad = 0;    ///< x's row stride is cols + x_pad
+  int64_t x_shift = 0;  ///< x starts this many elements into its buffer (misaligned when odd)
 };
 
 void check_quant(const QuantCase& c) {
   SCOPED_TRACE(std::string(c.op == Op::kRmsNorm ? "RMSNorm" : "LayerNorm") + " x=" + nktest::dtype_name(c.x) +
                " q=" + nktest::qtype_name(c.q) + (c.dynamic ? " dynamic" : " static") + " shape=" +
-               normkit::shape_name(c.shape) + " N=" + std::to_string(c.cols));
+               normkit::shape_name(c.shape) + " N=" + std::to_string(c.cols) + " pad " + std::to_string(c.x_pad) +
+               " shift " + std::to_string(c.x_shift));
   const uint64_t seed = nktest::fresh_seed();
   nktest::Rng rng(seed);
   const int64_t M = c.rows, N = c.cols;
   const int e = nktest::dtype_size(c.x);
-  std::vector<unsigned char> hx(M * N * e), hw(N * e), hb(N * e);
+  const int64_t S = N + c.x_pad;
+  auto xi = [&](int64_t r, int64_t j) { return (c.x_shift + r * S + j) * e; };  // byte index of x[r][j]
+  std::vector<unsigned char> hx((c.x_shift + M * S) * e), hw(N * e), hb(N * e);
   for (int64_t r = 0; r < M; ++r) {
     const double mu = 2 * rng.normal(), sd = 0.5 + rng.uniform();
-    for (int64_t j = 0; j < N; ++j) nktest::store_as(c.x, mu + sd * rng.normal(), &hx[(r * N + j) * e]);
+    for (int64_t j = 0; j < N; ++j) nktest::store_as(c.x, mu + sd * rng.normal(), &hx[xi(r, j)]);
   }
   for (int64_t j = 0; j < N; ++j) {
     nktest::store_as(c.x, 1 + 0.3 * rng.normal(), &hw[j * e]);
@@ -84,7 +89,8 @@ void check_quant(const QuantCase& c) {
   call.op = c.op;
   call.x_type = c.x;
   call.q_type = c.q;
-  call.x = dx.data();
+  call.x = dx.data() + c.x_shift * e;
+  call.x_stride = S;
   call.y = dy.data();
   call.weight = dw.data();
   call.bias = db.data();
@@ -103,7 +109,7 @@ void check_quant(const QuantCase& c) {
   int64_t bad = 0;
   std::vector<double> xr(N), y(N);
   for (int64_t r = 0; r < M; ++r) {
-    for (int64_t j = 0; j < N; ++j) xr[j] = nktest::load_as(c.x, &hx[(r * N + j) * e]);
+    for (int64_t j = 0; j < N; ++j) xr[j] = nktest::load_as(c.x, &hx[xi(r, j)]);
     const auto ref = nktest::reference_row(c.op, xr.data(), N, 1e-5);
     double amax = 0;
     for (int64_t j = 0; j < N; ++j) {
@@ -170,6 +176,45 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
   }
 }
 
+// Rows of 16-64 KiB held at 8 slots per thread, longer ones split across a
+// cluster in registers (row_in_cluster_registers), each slot-aligned (the
+// WHOLE form) and misaligned (the checked form), and forced.
+TEST(Quant, WideAndClusterRegisterRows) {
+  NK_REQUIRE_GPU();
+  for (QType q : {QType::kE4M3, QType::kInt8}) {
+    for (int64_t n : {8192, 16384, 32768, 65536, 131072, 262144}) {
+      for (int64_t shift : {0, 1}) {
+        QuantCase c;
+        c.q = q;
+        c.cols = n;
+        c.rows = n > 65536 ? 3 : 7;
+        c.x_shift = shift;
+        c.x_pad = 8 * shift;
+        check_quant(c);
+      }
+    }
+  }
+  const std::pair<Shape, int64_t> forced[] = {{Shape::kRowPerBlock, 16384},
+                                              {Shape::kRowInClusterRegisters, 4096},  // 2 CTAs of one warp
+                                              {Shape::kRowInClusterRegisters, 65536},
+                                              {Shape::kRowInSmem, 16384},
+                                              {Shape::kRowInCluster, 65536}};
+  for (const auto& [shape, n] : forced) {
+    QuantCase c;
+    c.shape = shape;
+    c.cols = n;
+    c.rows = 5;
+    check_quant(c);
+  }
+  QuantCase f32;  // fp32 x: 4 elements a slot, 64 KiB rows from N = 16384
+  f32.x = DType::kF32;
+  for (int64_t n : {16384, 32768}) {
+    f32.cols = n;
+    f32.rows = 5;
+    check_quant(f32);
+  }
+}
+
 TEST(Quant, BadScalesAndShapesAreRejected) {
   nktest::QuantCall c;  // validation happens before any CUDA call: no device needed
   c.x = reinterpret_cast<void*>(0x100000);
@@ -192,8 +237,18 @@ TEST(Quant, BadScalesAndShapesAreRejected) {
   nktest::QuantCall streaming = c;  // a per-row scale needs the row on chip: never streamed
   streaming.row_scales = reinterpret_cast<float*>(0x2000000);
   streaming.shape = Shape::kStreaming;
+  nktest::QuantCall two_pass = streaming;  // 16-bit LayerNorm rows are never held at 8 slots (they spill)
+  two_pass.op = Op::kLayerNorm;
+  two_pass.cols = 65536;
+  two_pass.shape = Shape::kRowInClusterRegisters;
+  nktest::QuantCall plain = c;  // nor does an output without a per-row scale take that shape
+  plain.static_scale = 1.f;
+  plain.cols = 65536;
+  plain.shape = Shape::kRowInClusterRegisters;
   if (nktest::gpu_available()) {
     EXPECT_EQ(nktest::launch_quant(streaming), normkit::Status::kErrorUnsupportedShape);
+    EXPECT_EQ(nktest::launch_quant(two_pass), normkit::Status::kErrorUnsupportedShape);
+    EXPECT_EQ(nktest::launch_quant(plain), normkit::Status::kErrorUnsupportedShape);
   }
   nktest::QuantCall unsupported = c;  // a combination that was not instantiated
   unsupported.x_type = DType::kF16;

@@ -16,7 +16,7 @@ using normkit::Shape;
 
 const std::vector<int64_t> kLengths = {1,     2,     3,     5,     31,    33,     127,    255,    256,
                                        257,   384,   768,   1000,  1023,  1024,   1025,   4096,   4099,
-                                       8192,  12288, 16384, 16385, 65536, 100003, 262144, 1048576};
+                                       8192,  12288, 16384, 16385, 24576, 32768, 65536, 100003, 262144, 1048576};
 
 // Rows per case: {1, 3, 1000} for short rows, fewer as rows grow, so that one
 // case stays near a few million elements.

@@ -174,7 +174,8 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(plan_of(f32_row(8192), h200()).shape, Shape::kRowPerBlock);
   EXPECT_EQ(plan_of(f32_row(8193), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(16385), h200()).shape, Shape::kRowInSmem);
-  EXPECT_EQ(plan_of(bf16_row(32768), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(bf16_row(32768), h200()).shape, Shape::kRowPerBlock);  // 8 slots: WideRows... below
+  EXPECT_EQ(plan_of(bf16_row(32776), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(65536), h200()).cluster, 2);
   // Rows up to 256 KiB stay on chip; longer ones stream (measured faster).
   EXPECT_EQ(plan_of(f32_row(65536), h200()).shape, Shape::kRowInCluster);
@@ -234,6 +235,90 @@ TEST(Plan, FusedInputsStayOnChipLonger) {
   EXPECT_EQ(plan_of(fused, h200()).shape, Shape::kRowInCluster);
 }
 
+RowFormat quant_row(RowFormat f) {
+  f.needs_on_chip = true;
+  return f;
+}
+
+RowFormat two_pass_row(RowFormat f) {
+  f.row_reductions = 2;
+  return f;
+}
+
+// 8 slots per thread in one CTA of whole warps that hold the row exactly:
+// x rows from 16 KiB for outputs kept on chip (per-row quantization), past
+// 32 KiB for the rest, up to 64 KiB; never 16-bit rows with two reductions.
+TEST(Plan, WideRowsTakeEightSlotsPerThread) {
+  const std::pair<int64_t, int> quant[] = {{8192, 128}, {12288, 192}, {16384, 256}, {24576, 384}, {32768, 512}};
+  for (const auto& [n, threads] : quant) {
+    const LaunchPlan p = plan_of(quant_row(bf16_row(n)), h200());
+    EXPECT_EQ(p.shape, Shape::kRowPerBlock) << n;
+    EXPECT_EQ(p.vecs, 8) << n;
+    EXPECT_EQ(p.threads, threads) << n;
+    // Forcing the shape auto picks changes nothing.
+    EXPECT_EQ(plan_of(quant_row(bf16_row(n)), h200(), Shape::kRowPerBlock).vecs, 8) << n;
+  }
+  EXPECT_EQ(plan_of(quant_row(bf16_row(4096)), h200()).vecs, 4);    // 8 KiB: below 16
+  EXPECT_EQ(plan_of(quant_row(bf16_row(10000)), h200()).vecs, 4);   // no whole warps at 8 slots
+  EXPECT_EQ(plan_of(quant_row(bf16_row(17408)), h200()).shape, Shape::kRowInSmem);  // 272 threads x 8
+  EXPECT_EQ(plan_of(quant_row(f32_row(8192)), h200()).vecs, 8);     // fp32: 32 KiB
+  // The rest: past 32 KiB only.
+  EXPECT_EQ(plan_of(bf16_row(16384), h200()).vecs, 4);
+  EXPECT_EQ(plan_of(bf16_row(32768), h200()).vecs, 8);
+  EXPECT_EQ(plan_of(bf16_row(32768), h200()).threads, 512);
+  EXPECT_EQ(plan_of(f32_row(12288), h200()).threads, 384);
+  EXPECT_EQ(plan_of(two_pass_row(f32_row(16384)), h200()).vecs, 8);  // fp32 LayerNorm
+  EXPECT_EQ(plan_of(bf16_row(32768), a100()).vecs, 8);                // no cluster needed
+  // 16-bit rows with two reductions (LayerNorm) spill at 8 slots: staged.
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(32768)), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(16384))), h200()).vecs, 4);
+  LaunchPlan p;
+  EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32768)), h200(), Shape::kRowPerBlock, &p),
+            Status::kErrorUnsupportedShape);
+  EXPECT_FALSE(normkit::detail::allows_wide_slots(2, 2));
+  EXPECT_TRUE(normkit::detail::allows_wide_slots(2, 4));
+  EXPECT_TRUE(normkit::detail::allows_wide_slots(1, 2));
+}
+
+// Rows kept on chip past one CTA's registers: split across the smallest
+// cluster whose parts fill whole warps at 8 slots; staged where none does.
+TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
+  const std::pair<int64_t, int> lengths[] = {{65536, 2}, {131072, 4}, {262144, 8}};
+  for (const auto& [n, cluster] : lengths) {
+    const LaunchPlan p = plan_of(quant_row(bf16_row(n)), h200());
+    EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters) << n;
+    EXPECT_EQ(p.cluster, cluster) << n;
+    EXPECT_EQ(p.threads, 512) << n;
+    EXPECT_EQ(p.vecs, 8) << n;
+    EXPECT_EQ(p.chunk, n / cluster) << n;
+    EXPECT_EQ(p.smem_bytes, 0u) << n;
+  }
+  const LaunchPlan odd = plan_of(quant_row(bf16_row(40960)), h200());  // 80 KiB: 2 x 320 threads
+  EXPECT_EQ(odd.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(odd.cluster, 2);
+  EXPECT_EQ(odd.threads, 320);
+  EXPECT_EQ(plan_of(quant_row(f32_row(32768)), h200()).cluster, 2);
+  // No split into whole warps (65544 = 8193 slots), or more than 8 x 512
+  // threads x 8 slots: staged, as before.
+  EXPECT_EQ(plan_of(quant_row(bf16_row(65544)), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(quant_row(bf16_row(1 << 19)), h200()).shape, Shape::kRowInCluster);
+  // Only for rows kept on chip, only with clusters, never 16-bit LayerNorm.
+  EXPECT_EQ(plan_of(bf16_row(65536), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(quant_row(bf16_row(65536)), a100()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(65536))), h200()).shape, Shape::kRowInCluster);
+  LaunchPlan p;
+  EXPECT_EQ(choose_plan(bf16_row(65536), h200(), Shape::kRowInClusterRegisters, &p), Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(quant_row(bf16_row(65536)), a100(), Shape::kRowInClusterRegisters, &p),
+            Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(65536))), h200(), Shape::kRowInClusterRegisters, &p),
+            Status::kErrorUnsupportedShape);
+  // Forced on a short row: two CTAs of one warp.
+  EXPECT_EQ(choose_plan(quant_row(bf16_row(4096)), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
+  EXPECT_EQ(p.cluster, 2);
+  EXPECT_EQ(p.threads, 32);
+  EXPECT_EQ(normkit::shape_name(Shape::kRowInClusterRegisters), std::string("row_in_cluster_registers"));
+}
+
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(1025), h200(), Shape::kRowsPerWarp, &p), Status::kErrorUnsupportedShape);
@@ -261,11 +346,20 @@ TEST(Plan, RowsThatMustStayOnChipNeverStream) {
 
 TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
   for (int64_t n = 1; n <= (1 << 22); n = n * 3 / 2 + 1) {
-    for (const RowFormat& f : {bf16_row(n), f32_row(n)}) {
-      const LaunchPlan p = plan_of(f, h200());
+    for (const RowFormat& f : {bf16_row(n), f32_row(n), quant_row(bf16_row(n)), two_pass_row(bf16_row(n))}) {
+      LaunchPlan p;
+      if (choose_plan(f, h200(), Shape::kAuto, &p) != Status::kSuccess) {
+        EXPECT_TRUE(f.needs_on_chip) << n;  // only rows kept on chip run out of room (past 8 CTAs' shared memory)
+        EXPECT_GT(n, 500000) << n;
+        continue;
+      }
       switch (p.shape) {
         case Shape::kRowsPerWarp: EXPECT_GE(int64_t{p.group} * p.vecs * f.vec, n); break;
         case Shape::kRowPerBlock: EXPECT_GE(int64_t{p.threads} * p.vecs * f.vec, n); break;
+        case Shape::kRowInClusterRegisters:
+          EXPECT_EQ(int64_t{p.threads} * p.vecs * f.vec * p.cluster, n);  // whole parts, nothing to spare
+          EXPECT_EQ(p.chunk * p.cluster, n);
+          break;
         default:
           EXPECT_GE(p.chunk * p.cluster, n);
           EXPECT_EQ(p.chunk % f.vec, 0);

@@ -3,10 +3,18 @@
 // of a long row in flight at once.
 #pragma once
 
+#include <cstdint>
+
 #include "../config.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
+
+/// The 32-bit shared-state-space address of a generic pointer into this
+/// CTA's shared memory, as PTX instructions on shared memory take it.
+NORMKIT_DEVICE uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 
 /// True where cp.async exists in the code being compiled.
 NORMKIT_DEVICE constexpr bool has_async_copy() {
@@ -21,8 +29,7 @@ NORMKIT_DEVICE constexpr bool has_async_copy() {
 /// the data is read once.
 NORMKIT_DEVICE void async_copy_16(void* smem, const void* gmem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(gmem) : "memory");
 #else
   (void)smem;
   (void)gmem;

@@ -21,14 +21,13 @@
 #include <cstring>
 
 #include "../config.cuh"
+#include "async_copy.cuh"
 #include "block_reduce.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-NORMKIT_DEVICE uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
 /// The address of the same shared-memory location in cluster rank `rank`'s CTA.
 NORMKIT_DEVICE uint32_t cluster_peer_address(uint32_t local, unsigned rank) {
   uint32_t remote;
@@ -58,7 +57,7 @@ class ClusterAllReduce {
   /// it synchronizes the cluster once, so that no partial reaches a CTA
   /// before its mbarriers exist).
   NORMKIT_DEVICE explicit ClusterAllReduce(TempStorage& storage)
-      : storage_(storage), block_(storage.block), phase_(0), parity_(0) {
+      : storage_(storage), block_(storage.block), calls_(0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     size_ = cooperative_groups::this_cluster().num_blocks();
     rank_ = cooperative_groups::this_cluster().block_rank();
@@ -87,11 +86,16 @@ class ClusterAllReduce {
     v = block_.all_reduce(v, op);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (size_ > 1) {
-      const uint32_t arrived = detail::smem_address(&storage_.arrived[phase_]);
+      // Reductions alternate between the two phases; phase p's mbarrier
+      // completes once per use, so its k-th use awaits parity k & 1.
+      const unsigned phase = calls_ & 1u;
+      const uint32_t parity = (calls_ >> 1) & 1u;
+      ++calls_;
+      const uint32_t arrived = detail::smem_address(&storage_.arrived[phase]);
       if (threadIdx.x == 0) {
         uint32_t words[kSlotBytes / 4] = {0, 0, 0, 0};
         memcpy(words, &v, sizeof(T));
-        const uint32_t slot = detail::smem_address(storage_.partials[phase_][rank_]);
+        const uint32_t slot = detail::smem_address(storage_.partials[phase][rank_]);
         // This CTA expects one slot from every rank, then sends its own.
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(arrived),
                      "r"(static_cast<uint32_t>(size_ * kSlotBytes))
@@ -105,23 +109,20 @@ class ClusterAllReduce {
               : "memory");
         }
       }
-      const uint32_t parity = (parity_ >> phase_) & 1u;
       uint32_t done = 0;
       do {
         asm volatile(
             "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
             " selp.u32 %0, 1, 0, ready;\n}" : "=r"(done) : "r"(arrived), "r"(parity) : "memory");
       } while (!done);
-      parity_ ^= 1u << phase_;
       T acc;
-      memcpy(&acc, storage_.partials[phase_][0], sizeof(T));
+      memcpy(&acc, storage_.partials[phase][0], sizeof(T));
 #pragma unroll 1
       for (unsigned r = 1; r < size_; ++r) {
         T other;
-        memcpy(&other, storage_.partials[phase_][r], sizeof(T));
+        memcpy(&other, storage_.partials[phase][r], sizeof(T));
         acc = op(acc, other);
       }
-      phase_ ^= 1;
       return acc;
     }
 #endif
@@ -141,8 +142,7 @@ class ClusterAllReduce {
   BlockReducer block_;
   unsigned size_;
   unsigned rank_;
-  int phase_;
-  uint32_t parity_;  ///< bit p: the parity of phase p's mbarrier phase now awaited
+  unsigned calls_;  ///< reductions so far: the phase and the parity the next one awaits
 };
 
 NORMKIT_NAMESPACE_END

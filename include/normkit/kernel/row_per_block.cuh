@@ -1,6 +1,8 @@
 // normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
 // threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
-// registers, VECS slots per thread. The launcher starts one CTA per row; the
+// registers, VECS slots per thread (1, 2 or 4; 8 for the wide rows of
+// plan.cuh's wide_slots_fit: the same 64 registers hold them without
+// spilling in the WHOLE form). The launcher starts one CTA per row; the
 // loop strides over rows only past gridDim's limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
 // normalize_register_row.

@@ -19,20 +19,24 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
-/// A row held in registers by a team of threads: load, statistics, output.
-/// Every thread of the team calls it, also for an inactive row (past the last
-/// row), so that the team's reductions see all of its threads. WHOLE: the
-/// team's slots hold the row exactly (N = team * VECS * VEC) and every access
-/// may move a whole slot (the launcher checked both): no bounds, no branch on
-/// access widths (docs/performance.md, change 17).
+/// A row, or the part of it in columns [col_base, col_base + cols), held in
+/// registers by a team of threads: load, statistics (over the whole row: the
+/// reducer combines the parts), output. Every thread of the team calls it,
+/// also for an inactive row (past the last row), so that the team's
+/// reductions see all of its threads. WHOLE: the team's slots hold the part
+/// exactly (cols = team * VECS * VEC) and every access may move a whole slot
+/// (the launcher checked both): no bounds, no branch on access widths
+/// (docs/performance.md, change 17). first_part: this team writes the row's
+/// mean, rstd and scale.
 template <class Problem, int VECS, bool WHOLE, class Reducer>
-NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
-                                           int lane, int team, Reducer& reducer) {
+NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, int64_t row, bool active,
+                                            int64_t col_base, int64_t cols, bool first_part, int lane, int team,
+                                            Reducer& reducer) {
   constexpr int VEC = Problem::kVec;
   using S = typename Problem::Storage;
   using View = normkit::RegisterView<S, VECS, VEC, WHOLE>;
   const int64_t r = active ? row : 0;
-  const int64_t n = active ? p.cols : 0;
+  const int64_t n = active ? cols : 0;
   RawSlot<S, VEC> v[VECS];
   if (WHOLE && !active) {
     // Whole loads ignore n, and an input may store as it loads (AddResidual
@@ -40,17 +44,25 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, in
 #pragma unroll
     for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
   } else {
-    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, 0, n, 0, lane, team, true, v);
+    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
   }
   const View view{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
   float amax = 0.f;
   RowStats st = row_stats_and_absmax<Problem>(
       p, view, reducer,
-      [&](const RowStats& s) { return absmax_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, s, v); }, &amax);
-  const bool leader = active && lane == 0;
+      [&](const RowStats& s) { return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v); },
+      &amax);
+  const bool leader = active && first_part && lane == 0;
   if (leader) store_row_stats(p, r, st);
   const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);
-  if (active) store_slots<Problem, VECS, WHOLE>(p, r, 0, n, 0, lane, team, st, factor, v);
+  if (active) store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v);
+}
+
+/// The whole row (rows_per_warp, row_per_block).
+template <class Problem, int VECS, bool WHOLE, class Reducer>
+NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
+                                           int lane, int team, Reducer& reducer) {
+  normalize_register_part<Problem, VECS, WHOLE>(p, row, active, 0, p.cols, true, lane, team, reducer);
 }
 
 }  // namespace detail

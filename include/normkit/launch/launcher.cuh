@@ -13,6 +13,7 @@
 #include "../config.cuh"
 #include "../epilogue/hooks.cuh"
 #include "../kernel/row_chunked.cuh"
+#include "../kernel/row_cluster_registers.cuh"
 #include "../kernel/row_per_block.cuh"
 #include "../kernel/rows_per_warp.cuh"
 #include "../status.cuh"
@@ -61,7 +62,11 @@ template <class Problem>
 struct Launcher {
   using Params = typename Problem::Params;
   static constexpr int VEC = Problem::kVec;
-  static constexpr int kMaxVecs = PlanTuning::kMaxRegisterBytes / 16;
+  /// Whether the plan may give this problem's rows 8 slots per thread (only
+  /// then are 8-slot kernels instantiated).
+  static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
+                                                       static_cast<int>(sizeof(typename Problem::Storage)));
+  static constexpr int kMaxVecs = (kWideSlots ? PlanTuning::kWideRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 
   static RowFormat format(const Params& p) {
     RowFormat f;
@@ -113,17 +118,28 @@ struct Launcher {
   static constexpr int64_t kMaxGrid = 0x7fffffff;  ///< gridDim.x limit; the kernels stride beyond it
 
   template <int VECS, bool WHOLE>
+  static Status run_rows_per_warp(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+                                  cudaStream_t stream) {
+    const auto kernel = &kernel::rows_per_warp<Problem, VECS, WHOLE>;
+    int64_t resident = 0;
+    const Status s =
+        resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, 0, 1, &resident);
+    if (s != Status::kSuccess) return s;
+    const int64_t groups = ceil_div(p.rows, plan.threads / plan.group);
+    const int64_t cap = kRowsPerWarpWaves * resident;
+    return launch_kernel(kernel, groups < cap ? groups : cap, plan.threads, 0, 1, stream, p, plan.group);
+  }
+
+  template <int VECS, bool WHOLE>
   static Status run_register_form(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                   cudaStream_t stream) {
     if (plan.shape == Shape::kRowsPerWarp) {
-      const auto kernel = &kernel::rows_per_warp<Problem, VECS, WHOLE>;
-      int64_t resident = 0;
-      const Status s =
-          resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, 0, 1, &resident);
-      if (s != Status::kSuccess) return s;
-      const int64_t groups = ceil_div(p.rows, plan.threads / plan.group);
-      const int64_t cap = kRowsPerWarpWaves * resident;
-      return launch_kernel(kernel, groups < cap ? groups : cap, plan.threads, 0, 1, stream, p, plan.group);
+      // rows_per_warp is planned with at most 4 slots: no wider kernel is instantiated.
+      if constexpr (VECS <= PlanTuning::kMaxRegisterBytes / 16) {
+        return run_rows_per_warp<VECS, WHOLE>(p, plan, device, caps, stream);
+      } else {
+        return Status::kErrorUnsupportedShape;
+      }
     }
     if constexpr (VECS == 3) {
       return Status::kErrorUnsupportedShape;  // planned for rows_per_warp only: no such row_per_block kernel
@@ -148,6 +164,27 @@ struct Launcher {
       // kernel: the checked 4-slot one gives each lane the same columns in the
       // same order (the 4th slot, empty, adds nothing), so the same bits.
       return run_register_form<checked_vecs(VECS), false>(p, plan, device, caps, stream);
+    }
+  }
+
+  /// A row across a cluster, each CTA's part in registers (planned only for
+  /// outputs that need the row on chip; WHOLE when every access is
+  /// slot-aligned, the parts being whole by plan). Grid: the resident
+  /// clusters, striding over the rows.
+  static Status run_cluster_registers(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+                                      cudaStream_t stream) {
+    if constexpr (!Problem::Output::kNeedsRowAbsMax || !kWideSlots) {
+      return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
+    } else {
+      constexpr int V = PlanTuning::kWideRegisterBytes / 16;
+      const auto kernel = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
+                                         : &kernel::row_cluster_registers<Problem, V, false>;
+      int64_t units = 0;
+      const Status s =
+          resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, 0, plan.cluster, &units);
+      if (s != Status::kSuccess) return s;
+      const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
+      return launch_kernel(kernel, grid, plan.threads, 0, plan.cluster, stream, p, plan.chunk);
     }
   }
 
@@ -209,8 +246,10 @@ struct Launcher {
           case 2: return run_register<2>(p, lp, device, caps, stream);
           case 3: return run_register<3>(p, lp, device, caps, stream);
           case 4: return run_register<4>(p, lp, device, caps, stream);
+          case 8: return run_register<8>(p, lp, device, caps, stream);
           default: return Status::kErrorUnsupportedShape;
         }
+      case Shape::kRowInClusterRegisters: return run_cluster_registers(p, lp, device, caps, stream);
       default: return run_chunked(p, lp, device, caps, stream);
     }
   }

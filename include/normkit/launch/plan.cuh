@@ -9,6 +9,7 @@
 
 #include "../config.cuh"
 #include "../kernel/row_chunked.cuh"
+#include "../kernel/row_cluster_registers.cuh"
 #include "../kernel/row_per_block.cuh"
 #include "../kernel/rows_per_warp.cuh"
 #include "../status.cuh"
@@ -23,6 +24,10 @@ enum class Shape : int {
   kRowInSmem,     ///< one CTA per row, row staged in shared memory
   kRowInCluster,  ///< one cluster per row (sm_90), row staged across the CTAs' shared memory
   kStreaming,     ///< row read from memory once per pass; no limit on N
+  /// One cluster per row (sm_90), each CTA holding its part in registers (8
+  /// slots per thread); only for outputs that need the row on chip (per-row
+  /// quantization), and only rows that split into whole warps of 8 slots.
+  kRowInClusterRegisters,
 };
 
 inline const char* shape_name(Shape s) noexcept {
@@ -33,6 +38,7 @@ inline const char* shape_name(Shape s) noexcept {
     case Shape::kRowInSmem: return "row_in_smem";
     case Shape::kRowInCluster: return "row_in_cluster";
     case Shape::kStreaming: return "streaming";
+    case Shape::kRowInClusterRegisters: return "row_in_cluster_registers";
   }
   return "unknown";
 }
@@ -59,10 +65,10 @@ struct RowFormat {
 struct LaunchPlan {
   Shape shape = Shape::kAuto;
   int threads = 0;         ///< threads per CTA
-  int vecs = 0;            ///< slots per thread (register shapes)
+  int vecs = 0;            ///< slots per thread (register shapes, row_in_cluster_registers)
   int group = 0;           ///< lanes per row (rows_per_warp)
   int cluster = 1;         ///< CTAs per row (chunked shapes)
-  int64_t chunk = 0;       ///< columns per CTA (chunked shapes)
+  int64_t chunk = 0;       ///< columns per CTA (chunked and cluster-register shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
 };
 
@@ -70,6 +76,9 @@ struct LaunchPlan {
 /// records the measurements behind them).
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
+  static constexpr int kWideRegisterBytes = 128;          ///< ... in wide rows (see wide_slots_fit)
+  static constexpr int64_t kWideOnChipRowBytes = 16384;   ///< rows kept on chip take wide slots from this x size
+  static constexpr int64_t kAutoWideRegisterRowBytes = 65536;  ///< largest x row in one CTA's registers, wide
   static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
   static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
@@ -89,6 +98,15 @@ inline int next_pow2(int64_t v) {
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Whether a problem's rows may be held at 8 slots (128 bytes) per thread.
+/// Not 16-bit rows with two reductions (TwoPass: LayerNorm): at 8 slots
+/// those compile to 64 registers and spill 96 bytes, and N = 32768 ran at 65%
+/// of the copy against 86% staged (docs/performance.md, change 37). The
+/// launcher instantiates 8-slot kernels only where this holds.
+constexpr bool allows_wide_slots(int row_reductions, int storage_bytes) {
+  return row_reductions < 2 || storage_bytes >= 4;
+}
 
 /// CTAs per row for a row that wants `ctas` of them: rounded up to a power of
 /// two (at most kMaxCluster). Measured (docs/performance.md, change 33): a
@@ -120,7 +138,30 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // N = 128-1024 +4 to +6.5 points; RMSNorm and add + RMSNorm lose 1-3 at 4).
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
+/// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
+/// exactly (row_per_block's WHOLE form), for x rows from 16 KiB (outputs that
+/// need the row on chip: per-row quantization) or past 32 KiB (the rest) up
+/// to 64 KiB. Measured (docs/performance.md, change 37): RMSNorm to fp8 with
+/// per-row scales N = 8192-16384 89-93% -> 99-100% of the copy, 32768 73% ->
+/// 99%; int8 84-90% -> 97-98%; RMSNorm 16-bit N = 32768 92% -> 99% (was
+/// staged), LayerNorm fp32 N = 16384 88% -> 99%. Half the threads per row
+/// halve the fixed work per element (the reduction, addresses, the row's
+/// scale) and twice the rows are in flight per SM. Not below 32 KiB for the
+/// others (LayerNorm 16-bit N = 8192-12288 lost 4 points), nor for rows that
+/// do not split into whole warps (the checked 8-slot form spills).
+inline bool wide_slots_fit(const RowFormat& f) {
+  if (f.vec <= 0 || f.cols % f.vec != 0 || !allows_wide_slots(f.row_reductions, f.storage_bytes)) return false;
+  const int64_t bytes = x_row_bytes(f);
+  const int64_t from = f.needs_on_chip ? PlanTuning::kWideOnChipRowBytes : PlanTuning::kAutoRegisterRowBytes + 1;
+  if (bytes < from || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
+  constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
+  const int64_t slots = f.cols / f.vec;
+  const int64_t threads = slots / kWideVecs;
+  return slots % kWideVecs == 0 && threads % 32 == 0 && threads <= kernel::kRowPerBlockMaxThreads;
+}
+
 inline int preferred_vecs(const RowFormat& f) {
+  if (wide_slots_fit(f)) return PlanTuning::kWideRegisterBytes / 16;
   const int64_t slots = f.vec > 0 ? ceil_div(f.cols, f.vec) : 0;
   const bool fills_warps = slots <= 64 || slots % 64 == 0;
   const bool two = x_row_bytes(f) <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip &&
@@ -191,6 +232,35 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
   return true;
 }
 
+/// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
+/// whole warps at 8 slots per thread, each part in one CTA's registers. Only
+/// for outputs that need the row on chip: measured against staging
+/// (docs/performance.md, change 37), RMSNorm to fp8 with per-row scales
+/// N = 65536 70% -> 84.5%, 131072 61% -> 68.5%, 262144 58% -> 64.5%; for
+/// RMSNorm bf16 131072 and fused add + RMSNorm it lost 2-5 points.
+inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
+  if (!d.cluster_launch || !f.needs_on_chip || f.vec <= 0 || f.cols % f.vec != 0 ||
+      !allows_wide_slots(f.row_reductions, f.storage_bytes)) {
+    return false;
+  }
+  constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
+  const int64_t slots = f.cols / f.vec;
+  for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
+    if (slots % (c * kWideVecs) != 0) continue;
+    const int64_t threads = slots / (c * kWideVecs);
+    if (threads % 32 == 0 && threads <= kernel::kClusterRegistersMaxThreads) {
+      p->shape = Shape::kRowInClusterRegisters;
+      p->cluster = c;
+      p->threads = static_cast<int>(threads);
+      p->vecs = static_cast<int>(kWideVecs);
+      p->chunk = f.cols / c;
+      p->smem_bytes = 0;
+      return true;
+    }
+  }
+  return false;
+}
+
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (f.needs_on_chip) return false;
   int cluster = 1;
@@ -226,13 +296,16 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       break;
     }
     case Shape::kStreaming: ok = detail::plan_streaming(f, d, &p); break;
+    case Shape::kRowInClusterRegisters: ok = detail::plan_cluster_registers(f, d, &p); break;
     case Shape::kAuto: {
       const int64_t row_bytes = f.cols * f.storage_bytes;  // as staged on chip
       const int vecs = detail::preferred_vecs(f);
       if (detail::plan_rows_per_warp(f, vecs, &p)) {
         ok = true;
-      } else if (detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes &&
+      } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f)) &&
                  detail::plan_row_per_block(f, vecs, &p)) {
+        ok = true;
+      } else if (f.needs_on_chip && detail::plan_cluster_registers(f, d, &p)) {
         ok = true;
       } else if (row_bytes > (f.plain_copy ? PlanTuning::kAutoStagedRowBytes : PlanTuning::kAutoStagedFusedRowBytes) &&
                  !f.needs_on_chip) {

@@ -1,0 +1,46 @@
+// normkit/kernel/row_cluster_registers.cuh: kernel shape 4 in registers. A
+// cluster of C CTAs (sm_90) holds one row at a time, each CTA its own part of
+// the columns in registers, VECS slots per thread (the register shapes' row
+// code, normalize_register_part), combined by ClusterAllReduce. For outputs
+// that need the row on chip (per-row quantization) past what one CTA's
+// registers hold: the row is read once and never staged through shared
+// memory, and a CTA's work per row is one load, the reductions and one store
+// (docs/performance.md, change 37).
+//
+// The grid is as many clusters as are resident, striding over the rows:
+// launching a cluster per row measured 7-20 points slower (each cluster then
+// pays its construction's cluster barrier and is placed as a unit).
+#pragma once
+
+#include <cstdint>
+
+#include "../block/block_reduce.cuh"
+#include "../block/cluster_reduce.cuh"
+#include "../config.cuh"
+#include "rows_per_warp.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+namespace kernel {
+
+inline constexpr int kClusterRegistersMaxThreads = 512;
+
+/// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
+/// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
+/// that split so). WHOLE: every access is slot-aligned as well.
+template <class Problem, int VECS, bool WHOLE>
+__global__ void __launch_bounds__(kClusterRegistersMaxThreads, 2)
+    row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
+  using Reducer = ClusterAllReduce<BlockAllReduce<kClusterRegistersMaxThreads>>;
+  __shared__ typename Reducer::TempStorage temp;
+  Reducer reducer(temp);
+  const unsigned csize = reducer.size();
+  const int64_t col_base = static_cast<int64_t>(reducer.rank()) * part;
+  for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
+    detail::normalize_register_part<Problem, VECS, WHOLE>(p, row, true, col_base, part, reducer.rank() == 0,
+                                                          threadIdx.x, blockDim.x, reducer);
+  }
+  reducer.finish();
+}
+
+}  // namespace kernel
+NORMKIT_NAMESPACE_END
