@@ -176,13 +176,13 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
   }
 }
 
-// Rows of 16-64 KiB held at 8 slots per thread, longer ones split across a
+// Rows of 8-64 KiB held at 8 slots per thread, longer ones split across a
 // cluster in registers (row_in_cluster_registers), each slot-aligned (the
 // WHOLE form) and misaligned (the checked form), and forced.
 TEST(Quant, WideAndClusterRegisterRows) {
   NK_REQUIRE_GPU();
   for (QType q : {QType::kE4M3, QType::kInt8}) {
-    for (int64_t n : {8192, 16384, 32768, 65536, 131072, 262144}) {
+    for (int64_t n : {4096, 8192, 16384, 32768, 65536, 131072, 262144}) {
       for (int64_t shift : {0, 1}) {
         QuantCase c;
         c.q = q;

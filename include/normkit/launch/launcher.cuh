@@ -75,7 +75,6 @@ struct Launcher {
     f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
     f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
-    f.plain_copy = Problem::Input::kIsPlainCopy;
     return f;
   }
 

@@ -59,7 +59,6 @@ struct RowFormat {
   int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
-  bool plain_copy = true;      ///< the row is x unchanged (Input::kIsPlainCopy; false: a fused add)
 };
 
 struct LaunchPlan {
@@ -77,14 +76,13 @@ struct LaunchPlan {
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int kWideRegisterBytes = 128;          ///< ... in wide rows (see wide_slots_fit)
-  static constexpr int64_t kWideOnChipRowBytes = 16384;   ///< rows kept on chip take wide slots from this x size
+  static constexpr int64_t kWideOnChipRowBytes = 8192;    ///< rows kept on chip take wide slots from this x size
   static constexpr int64_t kAutoWideRegisterRowBytes = 65536;  ///< largest x row in one CTA's registers, wide
   static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
   static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
   static constexpr int64_t kStagedChunkBytes = 98304;      ///< target staged bytes per CTA (two CTAs per SM)
-  static constexpr int64_t kAutoStagedRowBytes = 262144;   ///< longest row staged on chip; longer rows stream
-  static constexpr int64_t kAutoStagedFusedRowBytes = 524288;  ///< the same for inputs not a plain copy of x
+  static constexpr int64_t kAutoStagedRowBytes = 524288;   ///< longest row staged on chip; longer rows stream
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
 };
@@ -139,11 +137,12 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
 /// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
-/// exactly (row_per_block's WHOLE form), for x rows from 16 KiB (outputs that
+/// exactly (row_per_block's WHOLE form), for x rows from 8 KiB (outputs that
 /// need the row on chip: per-row quantization) or past 32 KiB (the rest) up
-/// to 64 KiB. Measured (docs/performance.md, change 37): RMSNorm to fp8 with
-/// per-row scales N = 8192-16384 89-93% -> 99-100% of the copy, 32768 73% ->
-/// 99%; int8 84-90% -> 97-98%; RMSNorm 16-bit N = 32768 92% -> 99% (was
+/// to 64 KiB. Measured (docs/performance.md, changes 37 and 39): RMSNorm to
+/// fp8 with per-row scales N = 4096 96.5% -> 100.5% of the copy, 8192-16384
+/// 89-93% -> 99-100%, 32768 73% -> 99%; int8 84-93% -> 97-99%; RMSNorm 16-bit
+/// N = 32768 92% -> 99% (was
 /// staged), LayerNorm fp32 N = 16384 88% -> 99%. Half the threads per row
 /// halve the fixed work per element (the reduction, addresses, the row's
 /// scale) and twice the rows are in flight per SM. Not below 32 KiB for the
@@ -170,6 +169,10 @@ inline int preferred_vecs(const RowFormat& f) {
 }
 
 inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) {
+  // At most 4 slots a lane, whatever the row's preference (wide rows are
+  // row_per_block's; no wider rows_per_warp kernel is instantiated).
+  constexpr int kMaxLaneVecs = PlanTuning::kMaxRegisterBytes / 16;
+  if (max_vecs > kMaxLaneVecs) max_vecs = kMaxLaneVecs;
   const int64_t slots = ceil_div(f.cols, f.vec);
   if (slots > 32LL * max_vecs) return false;
   const int group = next_pow2(ceil_div(slots, max_vecs));
@@ -307,13 +310,14 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
         ok = true;
       } else if (f.needs_on_chip && detail::plan_cluster_registers(f, d, &p)) {
         ok = true;
-      } else if (row_bytes > (f.plain_copy ? PlanTuning::kAutoStagedRowBytes : PlanTuning::kAutoStagedFusedRowBytes) &&
-                 !f.needs_on_chip) {
-        // Measured: past 256 KiB, two reads of the row (TwoPass's one walk,
-        // then the output) beat staging it across a large cluster. Not for a
-        // fused add, whose second read is of h, written by the first: staged
-        // in a cluster of 8 up to 512 KiB, add + RMSNorm bf16 N = 262144 runs
-        // at 87-88% of the copy against 77-79% streamed (change 33).
+      } else if (row_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
+        // Rows up to 512 KiB are staged across a cluster of up to 8 CTAs:
+        // measured against streaming (two reads of the row), a fused add +
+        // RMSNorm bf16 N = 262144 87-88% of the copy against 77-79% (change
+        // 33), and, once a cluster reduction no longer cost a cluster barrier
+        // (change 35), plain rows too: RMSNorm 16-bit N = 262144 68% -> 82.5%,
+        // fp32 131072 71.5% -> 85%, LayerNorm bf16 262144 67% -> 73% (change
+        // 38). Longer rows stream.
         ok = detail::plan_streaming(f, d, &p);
       } else {
         int c = detail::cluster_size(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
