@@ -19,8 +19,8 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-// 16384 and 65536: the per-row quantized output's 8-slot and cluster-register shapes.
-const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 16384, 40000, 65536, 150000, 300000};
+// 32768 and 65536: 8 slots per thread, and the per-row quantized output's cluster-register shape.
+const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 150000, 300000};
 
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
 // input and returns the output bytes of row `probe`.

@@ -176,13 +176,13 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
   }
 }
 
-// Rows of 8-64 KiB held at 8 slots per thread, longer ones split across a
+// Rows of 32-64 KiB held at 8 slots per thread, longer ones split across a
 // cluster in registers (row_in_cluster_registers), each slot-aligned (the
 // WHOLE form) and misaligned (the checked form), and forced.
 TEST(Quant, WideAndClusterRegisterRows) {
   NK_REQUIRE_GPU();
   for (QType q : {QType::kE4M3, QType::kInt8}) {
-    for (int64_t n : {4096, 8192, 16384, 32768, 65536, 131072, 262144}) {
+    for (int64_t n : {16384, 24576, 32768, 65536, 131072, 262144}) {
       for (int64_t shift : {0, 1}) {
         QuantCase c;
         c.q = q;
@@ -194,7 +194,7 @@ TEST(Quant, WideAndClusterRegisterRows) {
       }
     }
   }
-  const std::pair<Shape, int64_t> forced[] = {{Shape::kRowPerBlock, 16384},
+  const std::pair<Shape, int64_t> forced[] = {{Shape::kRowPerBlock, 32768},
                                               {Shape::kRowInClusterRegisters, 4096},  // 2 CTAs of one warp
                                               {Shape::kRowInClusterRegisters, 65536},
                                               {Shape::kRowInSmem, 16384},

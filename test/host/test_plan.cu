@@ -243,35 +243,35 @@ RowFormat two_pass_row(RowFormat f) {
   return f;
 }
 
-// 8 slots per thread in one CTA of whole warps that hold the row exactly:
-// x rows from 8 KiB for outputs kept on chip (per-row quantization), past
-// 32 KiB for the rest, up to 64 KiB; never 16-bit rows with two reductions.
+// 8 slots per thread in one CTA of whole warps that hold the row exactly,
+// for x rows past 32 KiB (which 4 slots cannot hold) up to 64 KiB; never
+// 16-bit rows with two reductions. Shorter rows keep 4 slots, also rows kept
+// on chip (faster at 8 with x in DRAM, slower with x in L2: change 40).
 TEST(Plan, WideRowsTakeEightSlotsPerThread) {
-  const std::pair<int64_t, int> quant[] = {{4096, 64},    {8192, 128},   {12288, 192},
-                                           {16384, 256},  {24576, 384},  {32768, 512}};
-  for (const auto& [n, threads] : quant) {
-    const LaunchPlan p = plan_of(quant_row(bf16_row(n)), h200());
-    EXPECT_EQ(p.shape, Shape::kRowPerBlock) << n;
-    EXPECT_EQ(p.vecs, 8) << n;
-    EXPECT_EQ(p.threads, threads) << n;
-    // Forcing the shape auto picks changes nothing.
-    EXPECT_EQ(plan_of(quant_row(bf16_row(n)), h200(), Shape::kRowPerBlock).vecs, 8) << n;
+  const std::pair<int64_t, int> wide[] = {{24576, 384}, {28672, 448}, {32768, 512}};
+  for (const auto& [n, threads] : wide) {
+    for (const RowFormat& f : {bf16_row(n), quant_row(bf16_row(n))}) {
+      const LaunchPlan p = plan_of(f, h200());
+      EXPECT_EQ(p.shape, Shape::kRowPerBlock) << n;
+      EXPECT_EQ(p.vecs, 8) << n;
+      EXPECT_EQ(p.threads, threads) << n;
+      // Forcing the shape auto picks changes nothing.
+      EXPECT_EQ(plan_of(f, h200(), Shape::kRowPerBlock).vecs, 8) << n;
+    }
   }
-  EXPECT_EQ(plan_of(quant_row(bf16_row(2048)), h200()).vecs, 4);    // 4 KiB: below 8
-  EXPECT_EQ(plan_of(quant_row(bf16_row(5120)), h200()).vecs, 4);    // 80 threads x 8: not whole warps
-  EXPECT_EQ(plan_of(quant_row(bf16_row(10000)), h200()).vecs, 4);   // no whole warps at 8 slots
+  for (int64_t n : {4096, 8192, 12288, 16384}) {  // up to 32 KiB: 4 slots
+    EXPECT_EQ(plan_of(quant_row(bf16_row(n)), h200()).vecs, 4) << n;
+    EXPECT_EQ(plan_of(bf16_row(n), h200()).vecs, 4) << n;
+  }
   EXPECT_EQ(plan_of(quant_row(bf16_row(17408)), h200()).shape, Shape::kRowInSmem);  // 272 threads x 8
-  EXPECT_EQ(plan_of(quant_row(f32_row(8192)), h200()).vecs, 8);     // fp32: 32 KiB
-  // The rest: past 32 KiB only.
-  EXPECT_EQ(plan_of(bf16_row(16384), h200()).vecs, 4);
-  EXPECT_EQ(plan_of(bf16_row(32768), h200()).vecs, 8);
-  EXPECT_EQ(plan_of(bf16_row(32768), h200()).threads, 512);
+  EXPECT_EQ(plan_of(bf16_row(32776), h200()).shape, Shape::kRowInSmem);              // a partial slot
+  EXPECT_EQ(plan_of(f32_row(8192), h200()).vecs, 4);                                 // fp32: 32 KiB
+  EXPECT_EQ(plan_of(f32_row(12288), h200()).vecs, 8);
   EXPECT_EQ(plan_of(f32_row(12288), h200()).threads, 384);
   EXPECT_EQ(plan_of(two_pass_row(f32_row(16384)), h200()).vecs, 8);  // fp32 LayerNorm
   EXPECT_EQ(plan_of(bf16_row(32768), a100()).vecs, 8);                // no cluster needed
   // 16-bit rows with two reductions (LayerNorm) spill at 8 slots: staged.
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(32768)), h200()).shape, Shape::kRowInSmem);
-  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(16384))), h200()).vecs, 4);
   LaunchPlan p;
   EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32768)), h200(), Shape::kRowPerBlock, &p),
             Status::kErrorUnsupportedShape);

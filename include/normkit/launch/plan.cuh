@@ -76,7 +76,6 @@ struct LaunchPlan {
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int kWideRegisterBytes = 128;          ///< ... in wide rows (see wide_slots_fit)
-  static constexpr int64_t kWideOnChipRowBytes = 8192;    ///< rows kept on chip take wide slots from this x size
   static constexpr int64_t kAutoWideRegisterRowBytes = 65536;  ///< largest x row in one CTA's registers, wide
   static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
   static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
@@ -137,22 +136,22 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
 /// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
-/// exactly (row_per_block's WHOLE form), for x rows from 8 KiB (outputs that
-/// need the row on chip: per-row quantization) or past 32 KiB (the rest) up
-/// to 64 KiB. Measured (docs/performance.md, changes 37 and 39): RMSNorm to
-/// fp8 with per-row scales N = 4096 96.5% -> 100.5% of the copy, 8192-16384
-/// 89-93% -> 99-100%, 32768 73% -> 99%; int8 84-93% -> 97-99%; RMSNorm 16-bit
-/// N = 32768 92% -> 99% (was
-/// staged), LayerNorm fp32 N = 16384 88% -> 99%. Half the threads per row
-/// halve the fixed work per element (the reduction, addresses, the row's
-/// scale) and twice the rows are in flight per SM. Not below 32 KiB for the
-/// others (LayerNorm 16-bit N = 8192-12288 lost 4 points), nor for rows that
-/// do not split into whole warps (the checked 8-slot form spills).
+/// exactly (row_per_block's WHOLE form), for x rows past 32 KiB (which 4
+/// slots cannot hold) up to 64 KiB. Measured (docs/performance.md, change
+/// 37): RMSNorm to fp8 with per-row scales N = 32768 73% -> 99% of the copy,
+/// int8 68.5% -> 93%, RMSNorm 16-bit N = 32768 92% -> 99%, LayerNorm fp32
+/// N = 16384 88% -> 99% (all staged before). Half the threads per row halve
+/// the fixed work per element (the reduction, addresses, the row's scale) and
+/// twice the rows are in flight per SM. Not for shorter rows, though there
+/// per-row fp8 ran 89-96.5% -> 99-100.5% with x in DRAM (changes 37 and 39):
+/// with x in L2 (a row the previous kernel just wrote, graph replay) the
+/// 8-slot form was 11-39% slower per call at N = 8192, M = 1-2048 (run 67,
+/// change 40), as each thread's serial work doubles; nor for rows that do not
+/// split into whole warps (the checked 8-slot form spills).
 inline bool wide_slots_fit(const RowFormat& f) {
   if (f.vec <= 0 || f.cols % f.vec != 0 || !allows_wide_slots(f.row_reductions, f.storage_bytes)) return false;
   const int64_t bytes = x_row_bytes(f);
-  const int64_t from = f.needs_on_chip ? PlanTuning::kWideOnChipRowBytes : PlanTuning::kAutoRegisterRowBytes + 1;
-  if (bytes < from || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
+  if (bytes <= PlanTuning::kAutoRegisterRowBytes || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
   constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
   const int64_t slots = f.cols / f.vec;
   const int64_t threads = slots / kWideVecs;
