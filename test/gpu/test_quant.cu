@@ -157,17 +157,23 @@ TEST(Quant, EveryFormatBothScalings) {
   }
 }
 
-TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
-  NK_REQUIRE_GPU();
-  const std::pair<Shape, int64_t> shapes[] = {{Shape::kRowsPerWarp, 300}, {Shape::kRowPerBlock, 5000},
-                                              {Shape::kRowInSmem, 30000}, {Shape::kRowInCluster, 200001}};
+// Dynamic per-row scales (e4m3, bf16) of `rows` rows on each forced shape and N.
+template <size_t K>
+void check_forced_shapes(const std::pair<Shape, int64_t> (&shapes)[K], int64_t rows) {
   for (const auto& [shape, n] : shapes) {
     QuantCase c;
     c.shape = shape;
     c.cols = n;
-    c.rows = 9;
+    c.rows = rows;
     check_quant(c);
   }
+}
+
+TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
+  NK_REQUIRE_GPU();
+  const std::pair<Shape, int64_t> shapes[] = {{Shape::kRowsPerWarp, 300}, {Shape::kRowPerBlock, 5000},
+                                              {Shape::kRowInSmem, 30000}, {Shape::kRowInCluster, 200001}};
+  check_forced_shapes(shapes, 9);
   for (DType x : {DType::kF16, DType::kF32}) {
     QuantCase c;
     c.x = x;
@@ -199,13 +205,7 @@ TEST(Quant, WideAndClusterRegisterRows) {
                                               {Shape::kRowInClusterRegisters, 65536},
                                               {Shape::kRowInSmem, 16384},
                                               {Shape::kRowInCluster, 65536}};
-  for (const auto& [shape, n] : forced) {
-    QuantCase c;
-    c.shape = shape;
-    c.cols = n;
-    c.rows = 5;
-    check_quant(c);
-  }
+  check_forced_shapes(forced, 5);
   QuantCase f32;  // fp32 x: 4 elements a slot, 64 KiB rows from N = 16384
   f32.x = DType::kF32;
   for (int64_t n : {16384, 32768}) {
