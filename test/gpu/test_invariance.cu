@@ -88,7 +88,7 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
         return nktest::launch_add_norm(c);
       };
       check_invariant(fused, y, n * 2, "add+norm", n);
-      if (n <= 40000) {
+      if (n <= 65536) {
         auto quant = [&](int64_t first, int64_t rows) {
           nktest::QuantCall c;
           c.op = op;
@@ -186,7 +186,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
         c.cols = n;
         return nktest::launch_quant(c);
       };
-      if (n <= 40000) {  // as above
+      if (n <= 65536) {  // as above
         EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
             << "fp8 " << name << " N=" << n;
       }

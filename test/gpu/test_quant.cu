@@ -206,13 +206,35 @@ TEST(Quant, WideAndClusterRegisterRows) {
                                               {Shape::kRowInSmem, 16384},
                                               {Shape::kRowInCluster, 65536}};
   check_forced_shapes(forced, 5);
-  QuantCase f32;  // fp32 x: 4 elements a slot, 64 KiB rows from N = 16384
-  f32.x = DType::kF32;
-  for (int64_t n : {16384, 32768}) {
-    f32.cols = n;
-    f32.rows = 5;
-    check_quant(f32);
+  // fp32 x (4 elements a slot: 64 KiB rows at N = 16384, clusters of 2 and 4
+  // at 32768 and 65536), both norms: LayerNorm (TwoPass, whose row maximum
+  // is a reduction of its own) takes these shapes only with fp32 x.
+  for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+    for (int64_t n : {16384, 32768, 65536}) {
+      for (int64_t shift : {0, 1}) {
+        QuantCase f32;
+        f32.op = op;
+        f32.x = DType::kF32;
+        f32.cols = n;
+        f32.rows = 5;
+        f32.x_shift = shift;
+        f32.x_pad = 4 * shift;
+        check_quant(f32);
+      }
+    }
   }
+  // More rows than resident clusters, so each cluster strides over rows and
+  // reuses its reducer: 3000 rows in clusters of 2 one-warp CTAs, and 400
+  // rows of 65536.
+  QuantCase many;
+  many.shape = Shape::kRowInClusterRegisters;
+  many.cols = 4096;
+  many.rows = 3000;
+  check_quant(many);
+  many.shape = Shape::kAuto;
+  many.cols = 65536;
+  many.rows = 400;
+  check_quant(many);
 }
 
 TEST(Quant, BadScalesAndShapesAreRejected) {

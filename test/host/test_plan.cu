@@ -275,9 +275,15 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   LaunchPlan p;
   EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32768)), h200(), Shape::kRowPerBlock, &p),
             Status::kErrorUnsupportedShape);
-  EXPECT_FALSE(normkit::detail::allows_wide_slots(2, 2));
-  EXPECT_TRUE(normkit::detail::allows_wide_slots(2, 4));
-  EXPECT_TRUE(normkit::detail::allows_wide_slots(1, 2));
+  EXPECT_FALSE(normkit::detail::allows_wide_slots(2, 2, 8));
+  EXPECT_TRUE(normkit::detail::allows_wide_slots(2, 4, 4));
+  EXPECT_TRUE(normkit::detail::allows_wide_slots(1, 2, 8));
+  // Nor rows whose slots hold more than 16 bytes (bf16 x with an fp32
+  // residual: 8 elements a slot, held as fp32), which would spill.
+  EXPECT_FALSE(normkit::detail::allows_wide_slots(1, 4, 8));
+  const RowFormat wide_residual{32768, 8, 4, false};
+  EXPECT_EQ(plan_of(wide_residual, h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(quant_row(RowFormat{65536, 8, 4, false}), h200()).shape, Shape::kRowInCluster);
   // rows_per_warp never takes more than 4 slots a lane, even for a row that
   // would prefer 8 (none does today: wide rows are longer than a warp holds).
   LaunchPlan w;

@@ -48,7 +48,7 @@ normkit::Status launch_quant(const QuantCall& c) {
       case QType::kInt8: return run<normkit::bfloat16, int8_t>(c);
     }
   }
-  if (c.q_type == QType::kE4M3 && c.op == Op::kRmsNorm) {
+  if (c.q_type == QType::kE4M3) {  // both norms (run instantiates both)
     if (c.x_type == DType::kF16) return run<normkit::half, normkit::float8_e4m3>(c);
     if (c.x_type == DType::kF32) return run<float, normkit::float8_e4m3>(c);
   }

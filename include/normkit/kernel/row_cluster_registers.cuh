@@ -1,4 +1,5 @@
-// normkit/kernel/row_cluster_registers.cuh: kernel shape 4 in registers. A
+// normkit/kernel/row_cluster_registers.cuh: kernel shape 6 (row_in_cluster's
+// counterpart in registers: kRowInClusterRegisters). A
 // cluster of C CTAs (sm_90) holds one row at a time, each CTA its own part of
 // the columns in registers, VECS slots per thread (the register shapes' row
 // code, normalize_register_part), combined by ClusterAllReduce. For outputs

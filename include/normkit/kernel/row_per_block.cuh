@@ -2,7 +2,8 @@
 // threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
 // registers, VECS slots per thread (1, 2 or 4; 8 for the wide rows of
 // plan.cuh's wide_slots_fit: the same 64 registers hold them without
-// spilling in the WHOLE form). The launcher starts one CTA per row; the
+// spilling in the WHOLE form; the checked 8-slot form, run only for rows
+// not slot-aligned, spills). The launcher starts one CTA per row; the
 // loop strides over rows only past gridDim's limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
 // normalize_register_row.

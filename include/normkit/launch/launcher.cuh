@@ -65,7 +65,7 @@ struct Launcher {
   /// Whether the plan may give this problem's rows 8 slots per thread (only
   /// then are 8-slot kernels instantiated).
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
-                                                       static_cast<int>(sizeof(typename Problem::Storage)));
+                                                       static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = (kWideSlots ? PlanTuning::kWideRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 
   static RowFormat format(const Params& p) {
@@ -79,8 +79,9 @@ struct Launcher {
   }
 
   /// How many CTAs of `func` (for cluster > 1: clusters) the device runs at
-  /// once: the staged and streaming grids are that size (they stride over the
-  /// rows beyond), rows_per_warp's grid a multiple of it (see below).
+  /// once: the staged, streaming and cluster-register grids are that size
+  /// (they stride over the rows beyond), rows_per_warp's grid a multiple of
+  /// it (see below).
   static Status resident_units(const void* func, int device, const DeviceCaps& caps, int threads, size_t smem,
                                int cluster, int64_t* units) {
     int resident = 0;

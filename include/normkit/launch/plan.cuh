@@ -66,7 +66,7 @@ struct LaunchPlan {
   int threads = 0;         ///< threads per CTA
   int vecs = 0;            ///< slots per thread (register shapes, row_in_cluster_registers)
   int group = 0;           ///< lanes per row (rows_per_warp)
-  int cluster = 1;         ///< CTAs per row (chunked shapes)
+  int cluster = 1;         ///< CTAs per row (chunked and cluster-register shapes)
   int64_t chunk = 0;       ///< columns per CTA (chunked and cluster-register shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
 };
@@ -96,13 +96,14 @@ inline int next_pow2(int64_t v) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Whether a problem's rows may be held at 8 slots (128 bytes) per thread.
-/// Not 16-bit rows with two reductions (TwoPass: LayerNorm): at 8 slots
-/// those compile to 64 registers and spill 96 bytes, and N = 32768 ran at 65%
-/// of the copy against 86% staged (docs/performance.md, change 37). The
-/// launcher instantiates 8-slot kernels only where this holds.
-constexpr bool allows_wide_slots(int row_reductions, int storage_bytes) {
-  return row_reductions < 2 || storage_bytes >= 4;
+/// Whether a problem's rows may be held at 8 slots per thread: only where a
+/// slot holds 16 bytes (not a bf16 x with an fp32 residual, whose slots hold
+/// 32), and not 16-bit rows with two reductions (TwoPass: LayerNorm): at 8
+/// slots those compile to 64 registers and spill 96 bytes, and N = 32768 ran
+/// at 65% of the copy against 86% staged (docs/performance.md, change 37).
+/// The launcher instantiates 8-slot kernels only where this holds.
+constexpr bool allows_wide_slots(int row_reductions, int storage_bytes, int vec) {
+  return vec * storage_bytes <= 16 && (row_reductions < 2 || storage_bytes >= 4);
 }
 
 /// CTAs per row for a row that wants `ctas` of them: rounded up to a power of
@@ -119,8 +120,37 @@ inline int64_t x_row_bytes(const RowFormat& f) { return f.vec > 0 ? f.cols * (16
 /// Static shared memory the chunked kernel uses besides the staged chunk (reducers), with slack.
 inline constexpr size_t kChunkedStaticSmem = 2048;
 
+/// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
+/// exactly (row_per_block's WHOLE form), for x rows past 32 KiB (which 4
+/// slots cannot hold) up to 64 KiB. Measured (docs/performance.md, change
+/// 37): RMSNorm to fp8 with per-row scales N = 32768 73% -> 99% of the copy,
+/// int8 68.5% -> 93%, RMSNorm 16-bit N = 32768 92% -> 99%, LayerNorm fp32
+/// N = 16384 88% -> 99% (all staged before). Half the threads per row halve
+/// the fixed work per element (the reduction, addresses, the row's scale) and
+/// twice the rows are in flight per SM. Not for shorter rows, though there
+/// per-row fp8 ran 89-96.5% -> 99-100.5% with x in DRAM (changes 37 and 39):
+/// with x in L2 (a row the previous kernel just wrote, graph replay) the
+/// 8-slot form was 11-39% slower per call at N = 8192, M = 1-2048 (run 67,
+/// change 40), as each thread's serial work doubles; nor for rows that do not
+/// split into whole warps. (The checked 8-slot form spills 200-590 bytes; it
+/// runs only where pointers or strides are not slot-aligned, since the plan
+/// may not depend on alignment: aligned and misaligned rows give the same
+/// bits.)
+inline bool wide_slots_fit(const RowFormat& f) {
+  if (f.vec <= 0 || f.cols % f.vec != 0 || !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
+    return false;
+  }
+  const int64_t bytes = x_row_bytes(f);
+  if (bytes <= PlanTuning::kAutoRegisterRowBytes || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
+  constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
+  const int64_t slots = f.cols / f.vec;
+  const int64_t threads = slots / kWideVecs;
+  return slots % kWideVecs == 0 && threads % 32 == 0 && threads <= kernel::kRowPerBlockMaxThreads;
+}
+
 // Register shapes give each thread as many slots as they can (up to 4, 64
-// bytes of the row) and use as few threads per row as that allows: the
+// bytes of the row; 8 for wide rows, above) and use as few threads per row
+// as that allows: the
 // fixed per-thread registers are then spread over more of the row, so more
 // rows, and more loads, are in flight per multiprocessor. Short rows (x up
 // to 2 KiB) take 2 slots per thread instead where that measured faster
@@ -135,29 +165,6 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 // N = 128-1024 +4 to +6.5 points; RMSNorm and add + RMSNorm lose 1-3 at 4).
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
-/// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
-/// exactly (row_per_block's WHOLE form), for x rows past 32 KiB (which 4
-/// slots cannot hold) up to 64 KiB. Measured (docs/performance.md, change
-/// 37): RMSNorm to fp8 with per-row scales N = 32768 73% -> 99% of the copy,
-/// int8 68.5% -> 93%, RMSNorm 16-bit N = 32768 92% -> 99%, LayerNorm fp32
-/// N = 16384 88% -> 99% (all staged before). Half the threads per row halve
-/// the fixed work per element (the reduction, addresses, the row's scale) and
-/// twice the rows are in flight per SM. Not for shorter rows, though there
-/// per-row fp8 ran 89-96.5% -> 99-100.5% with x in DRAM (changes 37 and 39):
-/// with x in L2 (a row the previous kernel just wrote, graph replay) the
-/// 8-slot form was 11-39% slower per call at N = 8192, M = 1-2048 (run 67,
-/// change 40), as each thread's serial work doubles; nor for rows that do not
-/// split into whole warps (the checked 8-slot form spills).
-inline bool wide_slots_fit(const RowFormat& f) {
-  if (f.vec <= 0 || f.cols % f.vec != 0 || !allows_wide_slots(f.row_reductions, f.storage_bytes)) return false;
-  const int64_t bytes = x_row_bytes(f);
-  if (bytes <= PlanTuning::kAutoRegisterRowBytes || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
-  constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
-  const int64_t slots = f.cols / f.vec;
-  const int64_t threads = slots / kWideVecs;
-  return slots % kWideVecs == 0 && threads % 32 == 0 && threads <= kernel::kRowPerBlockMaxThreads;
-}
-
 inline int preferred_vecs(const RowFormat& f) {
   if (wide_slots_fit(f)) return PlanTuning::kWideRegisterBytes / 16;
   const int64_t slots = f.vec > 0 ? ceil_div(f.cols, f.vec) : 0;
@@ -242,7 +249,7 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
 /// RMSNorm bf16 131072 and fused add + RMSNorm it lost 2-5 points.
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || !f.needs_on_chip || f.vec <= 0 || f.cols % f.vec != 0 ||
-      !allows_wide_slots(f.row_reductions, f.storage_bytes)) {
+      !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
     return false;
   }
   constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
