@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <normkit/block/block_reduce.cuh>
@@ -219,7 +220,7 @@ bool has_clusters() {
 
 // Launches kernel(in, out) as `clusters` clusters of `cluster` CTAs of `threads`.
 cudaError_t launch_in_clusters(void (*kernel)(const float*, float*), int clusters, int cluster, int threads,
-                               DeviceBuffer& in, DeviceBuffer& out) {
+                               const DeviceBuffer& in, DeviceBuffer& out) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(clusters * cluster);
   cfg.blockDim = dim3(threads);
@@ -232,6 +233,23 @@ cudaError_t launch_in_clusters(void (*kernel)(const float*, float*), int cluster
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, reinterpret_cast<const float*>(in.data()),
                             reinterpret_cast<float*>(out.data()));
+}
+
+// Runs kernel(in, out) in clusters as launch_in_clusters does, on fresh
+// random integers in [low, low + span) (one per thread; their sums are exact
+// in fp32), and returns them with the output, `outputs` floats per thread.
+std::pair<std::vector<float>, std::vector<float>> run_in_clusters(void (*kernel)(const float*, float*),
+                                                                  int clusters, int cluster, int threads, int low,
+                                                                  int span, int outputs, nktest::Rng& rng) {
+  const size_t total = static_cast<size_t>(clusters) * cluster * threads;
+  std::vector<float> in(total), out(total * outputs);
+  for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % span) + low);
+  DeviceBuffer din(total * 4), dout(out.size() * 4);
+  EXPECT_EQ(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(launch_in_clusters(kernel, clusters, cluster, threads, din, dout), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(out.data(), dout.data(), out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  return {std::move(in), std::move(out)};
 }
 
 __global__ void cluster_reduce_kernel(const float* in, float* out) {
@@ -253,15 +271,9 @@ TEST(ClusterAllReduce, AcrossTheCtasOfAClusterOnHopper) {
   if (!has_clusters()) GTEST_SKIP() << "thread-block clusters need sm_90";
   nktest::Rng rng(nktest::fresh_seed());
   for (int cluster : {1, 2, 4, 8}) {
-    const int clusters = 3, threads = 256, total = clusters * cluster * threads;
-    std::vector<float> in(total);
-    for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 100) - 20);
-    DeviceBuffer din(total * 4), dout(total * 12);
-    NK_CUDA_OK(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice));
-    NK_CUDA_OK(launch_in_clusters(cluster_reduce_kernel, clusters, cluster, threads, din, dout));
-    NK_CUDA_OK(cudaDeviceSynchronize());
-    std::vector<float> out(total * 3);
-    NK_CUDA_OK(cudaMemcpy(out.data(), dout.data(), total * 12, cudaMemcpyDeviceToHost));
+    const int clusters = 3, threads = 256;
+    const auto [in, out] = run_in_clusters(cluster_reduce_kernel, clusters, cluster, threads, -20, 100, 3, rng);
+    if (HasFailure()) return;
     for (int c = 0; c < clusters; ++c) {
       double s = 0;
       float mx = -1e30f;
@@ -303,15 +315,9 @@ TEST(ClusterAllReduce, ManyRoundsWithCtasOutOfStep) {
   if (!has_clusters()) GTEST_SKIP() << "thread-block clusters need sm_90";
   nktest::Rng rng(nktest::fresh_seed());
   for (int cluster : {2, 3, 4, 8}) {
-    const int clusters = 5, threads = 256, total = clusters * cluster * threads;
-    std::vector<float> in(total);
-    for (auto& v : in) v = static_cast<float>(static_cast<int>(rng.next() % 64) - 20);
-    DeviceBuffer din(total * 4), dout(int64_t{total} * kRounds * 4);
-    NK_CUDA_OK(cudaMemcpy(din.data(), in.data(), total * 4, cudaMemcpyHostToDevice));
-    NK_CUDA_OK(launch_in_clusters(cluster_rounds_kernel, clusters, cluster, threads, din, dout));
-    NK_CUDA_OK(cudaDeviceSynchronize());
-    std::vector<float> out(static_cast<size_t>(total) * kRounds);
-    NK_CUDA_OK(cudaMemcpy(out.data(), dout.data(), out.size() * 4, cudaMemcpyDeviceToHost));
+    const int clusters = 5, threads = 256;
+    const auto [in, out] = run_in_clusters(cluster_rounds_kernel, clusters, cluster, threads, -20, 64, kRounds, rng);
+    if (HasFailure()) return;
     for (int c = 0; c < clusters; ++c) {
       double s = 0;  // integers: every partial sum is exact in fp32
       for (int i = c * cluster * threads; i < (c + 1) * cluster * threads; ++i) s += in[i];

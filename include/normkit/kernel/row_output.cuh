@@ -142,6 +142,18 @@ NORMKIT_DEVICE float output_factor(const typename Problem::Params& p, int64_t ro
   }
 }
 
+/// kFusedRowMax's statistics: compute_with_max over `view`, with this
+/// thread's max |epilogue(x)| in `m` (by reference: a view may still fold
+/// into it as it is walked, and compute_with_max reads it after the walk);
+/// the row's max|y| = rstd * max |epilogue(x)| in *amax.
+template <class Problem, class View, class Reducer>
+NORMKIT_DEVICE RowStats stats_with_row_max(const typename Problem::Params& p, const View& view, Reducer& reducer,
+                                           float& m, float* amax) {
+  const RowStats st = Problem::Stats::compute_with_max(view, reducer, p.cols, p.eps, m);
+  *amax = m * st.rstd;
+  return st;
+}
+
 /// A row's statistics and, for outputs that need it (kNeedsRowAbsMax), its
 /// max|y| in *amax (0 otherwise). local_absmax(st) returns this thread's
 /// max|y| over its share of the row for statistics st (absmax_slots). Fused
@@ -156,9 +168,7 @@ NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, 
   using Stats = typename Problem::Stats;
   if constexpr (kFusedRowMax<Problem, View, Reducer>) {
     float m = local_absmax(RowStats::unit());
-    const RowStats st = Stats::compute_with_max(view, reducer, p.cols, p.eps, m);
-    *amax = m * st.rstd;
-    return st;
+    return stats_with_row_max<Problem>(p, view, reducer, m, amax);
   } else {
     const RowStats st = Stats::compute(view, reducer, p.cols, p.eps);
     *amax = 0.f;
@@ -189,10 +199,8 @@ NORMKIT_DEVICE RowStats staged_row_stats_and_absmax(const typename Problem::Para
     };
     const StagedView<S, VEC, decltype(tap)> tapped{view.chunk, view.n, view.slots, view.lane,
                                                    view.team, view.shift, tap};
-    // m is read after the walk (the contract of compute_with_max).
-    const RowStats st = Problem::Stats::compute_with_max(tapped, reducer, p.cols, p.eps, m);
-    *amax = m * st.rstd;
-    return st;
+    // The tap folds into m as the walk goes; compute_with_max reads it after.
+    return stats_with_row_max<Problem>(p, tapped, reducer, m, amax);
   } else {
     return row_stats_and_absmax<Problem>(p, view, reducer, local_absmax, amax);
   }

@@ -66,7 +66,7 @@ struct Launcher {
   /// then are 8-slot kernels instantiated).
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
-  static constexpr int kMaxVecs = (kWideSlots ? PlanTuning::kWideRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
+  static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
 
   static RowFormat format(const Params& p) {
     RowFormat f;
@@ -176,16 +176,24 @@ struct Launcher {
     if constexpr (!Problem::Output::kNeedsRowAbsMax || !kWideSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
-      constexpr int V = PlanTuning::kWideRegisterBytes / 16;
+      constexpr int V = PlanTuning::kWideVecs;
       const auto kernel = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
                                          : &kernel::row_cluster_registers<Problem, V, false>;
-      int64_t units = 0;
-      const Status s =
-          resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, 0, plan.cluster, &units);
-      if (s != Status::kSuccess) return s;
-      const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
-      return launch_kernel(kernel, grid, plan.threads, 0, plan.cluster, stream, p, plan.chunk);
+      return launch_resident(kernel, p, plan, 0, device, caps, stream);
     }
+  }
+
+  /// Launches `kernel(p, plan.chunk)` on as many CTAs or clusters as are
+  /// resident at once (at most one per row); they stride over the rest.
+  template <class Kernel>
+  static Status launch_resident(Kernel kernel, const Params& p, const LaunchPlan& plan, size_t smem, int device,
+                                const DeviceCaps& caps, cudaStream_t stream) {
+    int64_t units = 0;
+    const Status s =
+        resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, smem, plan.cluster, &units);
+    if (s != Status::kSuccess) return s;
+    const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
+    return launch_kernel(kernel, grid, plan.threads, smem, plan.cluster, stream, p, plan.chunk);
   }
 
   static Status run_chunked(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
@@ -204,14 +212,9 @@ struct Launcher {
   template <bool STAGED>
   static Status run_chunked_form(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                  cudaStream_t stream) {
-    const auto kernel = &kernel::row_chunked<Problem, STAGED>;
-    int64_t units = 0;  // one row at a time each
-    const Status s = resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads,
-                                    plan.smem_bytes, plan.cluster, &units);
-    if (s != Status::kSuccess) return s;
-    const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
-    return launch_kernel(kernel, grid, plan.threads, STAGED ? plan.smem_bytes : 0, plan.cluster, stream, p,
-                         plan.chunk);
+    // One row at a time per CTA or cluster (streaming plans no shared memory).
+    return launch_resident(&kernel::row_chunked<Problem, STAGED>, p, plan, STAGED ? plan.smem_bytes : 0, device,
+                           caps, stream);
   }
 
   /// The shape that would run these params on the current device.

@@ -76,6 +76,7 @@ struct LaunchPlan {
 struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int kWideRegisterBytes = 128;          ///< ... in wide rows (see wide_slots_fit)
+  static constexpr int kWideVecs = kWideRegisterBytes / 16;  ///< slots per thread in wide rows
   static constexpr int64_t kAutoWideRegisterRowBytes = 65536;  ///< largest x row in one CTA's registers, wide
   static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
   static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
@@ -104,6 +105,15 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// The launcher instantiates 8-slot kernels only where this holds.
 constexpr bool allows_wide_slots(int row_reductions, int storage_bytes, int vec) {
   return vec * storage_bytes <= 16 && (row_reductions < 2 || storage_bytes >= 4);
+}
+
+/// The threads that hold `slots` slots at `vecs` each, if they make whole
+/// warps and no more than `max_threads`; 0 otherwise (the register kernels'
+/// WHOLE form then needs no bounds and leaves no slot empty).
+inline int64_t whole_warp_threads(int64_t slots, int64_t vecs, int max_threads) {
+  if (slots % vecs != 0) return 0;
+  const int64_t threads = slots / vecs;
+  return threads % 32 == 0 && threads <= max_threads ? threads : 0;
 }
 
 /// CTAs per row for a row that wants `ctas` of them: rounded up to a power of
@@ -142,10 +152,7 @@ inline bool wide_slots_fit(const RowFormat& f) {
   }
   const int64_t bytes = x_row_bytes(f);
   if (bytes <= PlanTuning::kAutoRegisterRowBytes || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
-  constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
-  const int64_t slots = f.cols / f.vec;
-  const int64_t threads = slots / kWideVecs;
-  return slots % kWideVecs == 0 && threads % 32 == 0 && threads <= kernel::kRowPerBlockMaxThreads;
+  return whole_warp_threads(f.cols / f.vec, PlanTuning::kWideVecs, kernel::kRowPerBlockMaxThreads) > 0;
 }
 
 // Register shapes give each thread as many slots as they can (up to 4, 64
@@ -166,7 +173,7 @@ inline bool wide_slots_fit(const RowFormat& f) {
 // Forced register shapes take the same slots whenever those hold the row, so
 // forcing the shape auto would pick changes nothing.
 inline int preferred_vecs(const RowFormat& f) {
-  if (wide_slots_fit(f)) return PlanTuning::kWideRegisterBytes / 16;
+  if (wide_slots_fit(f)) return PlanTuning::kWideVecs;
   const int64_t slots = f.vec > 0 ? ceil_div(f.cols, f.vec) : 0;
   const bool fills_warps = slots <= 64 || slots % 64 == 0;
   const bool two = x_row_bytes(f) <= PlanTuning::kShortRowBytes && fills_warps && !f.needs_on_chip &&
@@ -203,10 +210,11 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
   // empty (docs/performance.md, change 19). Not down to 1 slot: unmeasured.
   if (f.cols % f.vec == 0) {
     for (int v = max_vecs; v >= 2; v /= 2) {
-      if (slots % v == 0 && (slots / v) % 32 == 0 && slots / v <= kernel::kRowPerBlockMaxThreads) {
+      const int64_t threads = whole_warp_threads(slots, v, kernel::kRowPerBlockMaxThreads);
+      if (threads > 0) {
         p->shape = Shape::kRowPerBlock;
         p->vecs = v;
-        p->threads = static_cast<int>(slots / v);
+        p->threads = static_cast<int>(threads);
         return true;
       }
     }
@@ -252,16 +260,15 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
     return false;
   }
-  constexpr int64_t kWideVecs = PlanTuning::kWideRegisterBytes / 16;
   const int64_t slots = f.cols / f.vec;
   for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
-    if (slots % (c * kWideVecs) != 0) continue;
-    const int64_t threads = slots / (c * kWideVecs);
-    if (threads % 32 == 0 && threads <= kernel::kClusterRegistersMaxThreads) {
+    const int64_t threads =
+        whole_warp_threads(slots, int64_t{c} * PlanTuning::kWideVecs, kernel::kClusterRegistersMaxThreads);
+    if (threads > 0) {
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
       p->threads = static_cast<int>(threads);
-      p->vecs = static_cast<int>(kWideVecs);
+      p->vecs = PlanTuning::kWideVecs;
       p->chunk = f.cols / c;
       p->smem_bytes = 0;
       return true;
