@@ -146,4 +146,11 @@ Status rms_norm_quant_plan(const RmsNormQuantArgs<X, Q, W>& a, LaunchPlan* plan,
   return detail::dispatch_quant<detail::RmsQuantProblem, X, Q, W>(a, options, nullptr, plan);
 }
 
+/// The kernel shape layer_norm_quant_forward would use.
+template <class X, class Q, class W>
+Status layer_norm_quant_plan(const LayerNormQuantArgs<X, Q, W>& a, LaunchPlan* plan,
+                             const LaunchOptions& options = {}) {
+  return detail::dispatch_quant<detail::LayerQuantProblem, X, Q, W>(a, options, nullptr, plan);
+}
+
 NORMKIT_NAMESPACE_END

@@ -56,14 +56,24 @@ struct QuantCase {
   int64_t rows = 33, cols = 4096;
   int64_t x_pad = 0;    ///< x's row stride is cols + x_pad
   int64_t x_shift = 0;  ///< x starts this many elements into its buffer (misaligned when odd)
+  normkit::LanePairing pairing = normkit::LanePairing::kAuto;
+  uint64_t seed = 0;  ///< the inputs' seed; 0: a fresh one
 };
 
-void check_quant(const QuantCase& c) {
+/// What a launch wrote: y's bytes and the row scales.
+struct QuantOutputs {
+  std::vector<unsigned char> y;
+  std::vector<float> scales;
+};
+
+// Checks one launch against the float64 reference; its outputs in *out if given.
+void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
   SCOPED_TRACE(std::string(c.op == Op::kRmsNorm ? "RMSNorm" : "LayerNorm") + " x=" + nktest::dtype_name(c.x) +
                " q=" + nktest::qtype_name(c.q) + (c.dynamic ? " dynamic" : " static") + " shape=" +
                normkit::shape_name(c.shape) + " N=" + std::to_string(c.cols) + " pad " + std::to_string(c.x_pad) +
-               " shift " + std::to_string(c.x_shift));
-  const uint64_t seed = nktest::fresh_seed();
+               " shift " + std::to_string(c.x_shift) + " pairing " +
+               std::to_string(static_cast<int>(c.pairing)));
+  const uint64_t seed = c.seed != 0 ? c.seed : nktest::fresh_seed();
   nktest::Rng rng(seed);
   const int64_t M = c.rows, N = c.cols;
   const int e = nktest::dtype_size(c.x);
@@ -100,6 +110,7 @@ void check_quant(const QuantCase& c) {
   call.cols = N;
   call.eps = 1e-5f;
   call.shape = c.shape;
+  call.pairing = c.pairing;
   ASSERT_EQ(nktest::launch_quant(call), normkit::Status::kSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<unsigned char> gy(M * N);
@@ -137,6 +148,7 @@ void check_quant(const QuantCase& c) {
     }
   }
   EXPECT_EQ(bad, 0);
+  if (out != nullptr) *out = QuantOutputs{gy, gs};
 }
 
 TEST(Quant, EveryFormatBothScalings) {
@@ -235,6 +247,74 @@ TEST(Quant, WideAndClusterRegisterRows) {
   many.cols = 65536;
   many.rows = 400;
   check_quant(many);
+}
+
+// The paired row_per_block form (half the threads, two lanes' slots each,
+// kernel/row_per_block.cuh) against the float64 reference and bitwise
+// against the 4-slot form, for every per-row-quantized problem the plan lets
+// pair (RMSNorm 16-bit and fp32, LayerNorm fp32) and some it does not
+// (16-bit LayerNorm; N = 5120, an odd number of warps; 4099, not whole;
+// rows below 4 KiB; misaligned x, which runs the checked 4-slot form):
+// pairing on, off and automatic must give the same bits.
+TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
+  NK_REQUIRE_GPU();
+  struct Problem {
+    Op op;
+    DType x;
+    QType q;
+    std::vector<int64_t> lengths;
+  };
+  const std::vector<int64_t> sixteen_bit = {1024, 2048, 4096, 4099, 5120, 8192, 12288, 16384};
+  const Problem problems[] = {{Op::kRmsNorm, DType::kBF16, QType::kE4M3, sixteen_bit},
+                              {Op::kRmsNorm, DType::kBF16, QType::kE5M2, {2048, 8192}},
+                              {Op::kRmsNorm, DType::kBF16, QType::kInt8, {2048, 8192, 16384}},
+                              {Op::kRmsNorm, DType::kF16, QType::kE4M3, {4096, 12288}},
+                              {Op::kLayerNorm, DType::kBF16, QType::kE4M3, {8192}},
+                              {Op::kRmsNorm, DType::kF32, QType::kE4M3, {1024, 2048, 4096, 8192}},
+                              {Op::kLayerNorm, DType::kF32, QType::kE4M3, {512, 1024, 2048, 4096, 8192}}};
+  for (const Problem& pr : problems) {
+    for (int64_t n : pr.lengths) {
+      for (int64_t shift : {0, 1}) {
+        QuantCase c;
+        c.op = pr.op;
+        c.x = pr.x;
+        c.q = pr.q;
+        c.cols = n;
+        c.rows = 19;
+        c.x_shift = shift;
+        c.x_pad = shift * 8;
+        c.seed = nktest::fresh_seed();
+        // The plan (a function of N and the types) lets these pair: 4 slots
+        // a thread in an even number of warps, rows of 4 KiB and more, not
+        // 16-bit LayerNorm. Checked, so that a plan that never paired would
+        // fail here rather than compare the 4-slot form with itself.
+        const int64_t row_bytes = n * nktest::dtype_size(pr.x);
+        const bool pairs = (pr.op == Op::kRmsNorm || pr.x == DType::kF32) && n != 4099 && n != 5120 &&
+                           row_bytes >= 4096;
+        nktest::QuantCall call;
+        call.op = pr.op;
+        call.x_type = pr.x;
+        call.q_type = pr.q;
+        call.cols = n;
+        call.row_scales = reinterpret_cast<float*>(16);  // planned only, never touched
+        normkit::LaunchPlan plan;
+        ASSERT_EQ(nktest::plan_quant(call, &plan), normkit::Status::kSuccess);
+        EXPECT_EQ(plan.pairs, pairs) << nktest::dtype_name(pr.x) << " N=" << n;
+        QuantOutputs four, paired, automatic;
+        c.pairing = normkit::LanePairing::kOff;
+        check_quant(c, &four);
+        c.pairing = normkit::LanePairing::kOn;
+        check_quant(c, &paired);
+        c.pairing = normkit::LanePairing::kAuto;
+        check_quant(c, &automatic);
+        EXPECT_TRUE(four.y == paired.y && four.scales == paired.scales)
+            << nktest::dtype_name(pr.x) << " " << nktest::qtype_name(pr.q) << " N=" << n << " shift " << shift
+            << ": paired and 4-slot outputs differ";
+        EXPECT_TRUE(four.y == automatic.y && four.scales == automatic.scales)
+            << nktest::dtype_name(pr.x) << " " << nktest::qtype_name(pr.q) << " N=" << n << " shift " << shift;
+      }
+    }
+  }
 }
 
 TEST(Quant, BadScalesAndShapesAreRejected) {

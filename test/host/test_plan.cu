@@ -293,6 +293,42 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   EXPECT_FALSE(normkit::detail::plan_rows_per_warp(bf16_row(1032), 8, &w));
 }
 
+RowFormat folding(RowFormat f) {
+  f.folds_each_part = true;
+  return f;
+}
+
+// The paired row_per_block form (4-slot rows in half the threads, the same
+// bits; the launcher takes it for batches past the L2 cache): per-row-
+// quantized rows of 4-32 KiB at 4 slots a thread in an even number of whole
+// warps, with statistics that fold by part, not 16-bit rows with two
+// reductions. A pure function of N and the types.
+TEST(Plan, QuantizedFourSlotRowsMayPair) {
+  for (int64_t n : {2048, 4096, 8192, 12288, 16384}) {
+    const LaunchPlan p = plan_of(folding(quant_row(bf16_row(n))), h200());
+    EXPECT_EQ(p.shape, Shape::kRowPerBlock) << n;
+    EXPECT_EQ(p.vecs, 4) << n;
+    EXPECT_TRUE(p.pairs) << n;
+    EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), h200(), Shape::kRowPerBlock).pairs) << n;
+    EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), a100()).pairs) << n;
+    EXPECT_FALSE(plan_of(quant_row(bf16_row(n)), h200()).pairs) << n;        // statistics that do not fold by part
+    EXPECT_FALSE(plan_of(folding(bf16_row(n)), h200()).pairs) << n;          // not quantized per row
+    EXPECT_FALSE(plan_of(folding(two_pass_row(quant_row(bf16_row(n)))), h200()).pairs) << n;  // 16-bit LayerNorm
+  }
+  for (int64_t n : {1024, 2048, 4096, 8192}) {  // fp32: 4-32 KiB, both statistics
+    EXPECT_TRUE(plan_of(folding(quant_row(f32_row(n))), h200()).pairs) << n;
+    EXPECT_TRUE(plan_of(folding(two_pass_row(quant_row(f32_row(n)))), h200()).pairs) << n;
+  }
+  // Not: rows below 4 KiB (rows_per_warp, or 64 threads would be one warp
+  // of 8 slots), an odd number of warps (N = 5120: 160 threads), rows the
+  // team does not hold exactly, 8-slot rows, rows on other shapes.
+  for (int64_t n : {512, 1024, 1536, 5120, 4099, 8200, 24576, 32768, 65536}) {
+    EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).pairs) << n;
+  }
+  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(512))), h200()).pairs);
+  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(16384))), h200()).pairs);  // 8 slots already
+}
+
 // Rows kept on chip past one CTA's registers: split across the smallest
 // cluster whose parts fill whole warps at 8 slots; staged where none does.
 TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {

@@ -49,9 +49,12 @@ struct QuantCall {
   int64_t x_stride = -1, y_stride = -1;
   float eps = 1e-6f;
   normkit::Shape shape = normkit::Shape::kAuto;
+  normkit::LanePairing pairing = normkit::LanePairing::kAuto;
   cudaStream_t stream = nullptr;
 };
 /// kErrorUnsupportedType for combinations the tests do not instantiate.
 normkit::Status launch_quant(const QuantCall& c);
+/// The plan launch_quant(c) would run (its pairs: whether the paired form may run).
+normkit::Status plan_quant(const QuantCall& c, normkit::LaunchPlan* plan);
 
 }  // namespace nktest

@@ -17,10 +17,12 @@ const char* qtype_name(QType q) {
 
 namespace {
 
+/// Launches c, or with plan != nullptr only plans it.
 template <class X, class Q>
-normkit::Status run(const QuantCall& c) {
+normkit::Status run(const QuantCall& c, normkit::LaunchPlan* plan) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
+  opt.pairing = c.pairing;
   // The fields both argument structs share; LayerNorm's bias after.
   auto fill = [&](auto& a) {
     fill_shared_args<X, Q, X>(a, c);
@@ -30,29 +32,35 @@ normkit::Status run(const QuantCall& c) {
   if (c.op == Op::kRmsNorm) {
     normkit::RmsNormQuantArgs<X, Q, X> a;
     fill(a);
-    return normkit::rms_norm_quant_forward(a, c.stream, opt);
+    return plan ? normkit::rms_norm_quant_plan(a, plan, opt) : normkit::rms_norm_quant_forward(a, c.stream, opt);
   }
   normkit::LayerNormQuantArgs<X, Q, X> a;
   fill(a);
   a.bias = static_cast<const X*>(c.bias);
-  return normkit::layer_norm_quant_forward(a, c.stream, opt);
+  return plan ? normkit::layer_norm_quant_plan(a, plan, opt) : normkit::layer_norm_quant_forward(a, c.stream, opt);
 }
 
 }  // namespace
 
-normkit::Status launch_quant(const QuantCall& c) {
+namespace {
+normkit::Status dispatch(const QuantCall& c, normkit::LaunchPlan* plan) {
   if (c.x_type == DType::kBF16) {
     switch (c.q_type) {
-      case QType::kE4M3: return run<normkit::bfloat16, normkit::float8_e4m3>(c);
-      case QType::kE5M2: return run<normkit::bfloat16, normkit::float8_e5m2>(c);
-      case QType::kInt8: return run<normkit::bfloat16, int8_t>(c);
+      case QType::kE4M3: return run<normkit::bfloat16, normkit::float8_e4m3>(c, plan);
+      case QType::kE5M2: return run<normkit::bfloat16, normkit::float8_e5m2>(c, plan);
+      case QType::kInt8: return run<normkit::bfloat16, int8_t>(c, plan);
     }
   }
   if (c.q_type == QType::kE4M3) {  // both norms (run instantiates both)
-    if (c.x_type == DType::kF16) return run<normkit::half, normkit::float8_e4m3>(c);
-    if (c.x_type == DType::kF32) return run<float, normkit::float8_e4m3>(c);
+    if (c.x_type == DType::kF16) return run<normkit::half, normkit::float8_e4m3>(c, plan);
+    if (c.x_type == DType::kF32) return run<float, normkit::float8_e4m3>(c, plan);
   }
   return normkit::Status::kErrorUnsupportedType;
 }
+}  // namespace
+
+normkit::Status launch_quant(const QuantCall& c) { return dispatch(c, nullptr); }
+
+normkit::Status plan_quant(const QuantCall& c, normkit::LaunchPlan* plan) { return dispatch(c, plan); }
 
 }  // namespace nktest

@@ -6,12 +6,14 @@
 // not slot-aligned, spills). The launcher starts one CTA per row; the
 // loop strides over rows only past gridDim's limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
-// normalize_register_row.
+// normalize_register_row. And its paired form at 4 slots (below): the same
+// bits in half the threads, for batches whose x comes from DRAM.
 #pragma once
 
 #include <cstdint>
 
 #include "../block/block_reduce.cuh"
+#include "../block/paired_reduce.cuh"
 #include "../config.cuh"
 #include "rows_per_warp.cuh"
 
@@ -28,6 +30,30 @@ __global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
   Reducer reducer(temp);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     detail::normalize_register_row<Problem, VECS, WHOLE>(p, row, true, threadIdx.x, blockDim.x, reducer);
+  }
+}
+
+/// The paired form of row_per_block at 4 slots: half the threads, 8 slots
+/// each, thread t holding the slots of threads t and t + blockDim.x of the
+/// 4-slot CTA (its 8-slot layout interleaves them: InterleavedParts), whose
+/// sums it folds apart and reduces in that CTA's order
+/// (PairedBlockAllReduce): the same bits as row_per_block<Problem, 4, true>
+/// on 2 * blockDim.x threads, with half the fixed work per element and twice
+/// the rows in flight per SM (the launcher runs it where x comes from DRAM:
+/// large batches; docs/performance.md, change 41). WHOLE only: the 4-slot
+/// CTA holds the row exactly.
+template <class Problem>
+__global__ void __launch_bounds__(kRowPerBlockMaxThreads / 2, 4)
+    row_per_block_paired(const __grid_constant__ typename Problem::Params p) {
+  static_assert(stats_folds_each_part_v<typename Problem::Stats>,
+                "normkit: the paired row_per_block form needs statistics that fold through fold_slots "
+                "(kFoldsEachPart); the launcher runs such problems at 4 slots");
+  using Reducer = PairedBlockAllReduce<kRowPerBlockMaxThreads>;
+  __shared__ typename Reducer::TempStorage temp;
+  Reducer reducer(temp);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    detail::normalize_register_part<Problem, 8, true, Reducer, 2>(p, row, true, 0, p.cols, true, threadIdx.x,
+                                                                  blockDim.x, reducer);
   }
 }
 

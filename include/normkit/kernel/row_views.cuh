@@ -181,13 +181,57 @@ struct RegisterView {
 
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {
+    for_each_indexed_slot([&](const float (&v)[VEC], int valid, int) { f(v, valid); });
+  }
+
+  /// for_each_slot, with f(v, valid, k) also told the slot's index k.
+  template <class F>
+  NORMKIT_DEVICE void for_each_indexed_slot(F&& f) const {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       float v[VEC];
       detail::slot_to_float(raw[k], v);
-      f(v, WHOLE ? VEC : detail::slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC));
+      f(v, WHOLE ? VEC : detail::slot_valid(n, RowLoader<S, VEC>::column(k, lane, team), VEC), k);
     }
   }
 };
+
+namespace detail {
+
+/// A RegisterView whose thread stands in for PARTS threads of a team PARTS
+/// times as large (the paired row_per_block form): with the view's K slots
+/// at RowLoader's layout for `team`, slot k is slot k / PARTS of the larger
+/// team's thread lane + (k % PARTS) * team, its part k % PARTS.
+/// for_each_part_slot(f) walks the slots in order with f(v, valid, part), so
+/// fold_slots folds each part in that thread's slot order, and the walk is
+/// the one every other walk of the row takes (measured: folding part by
+/// part instead made ptxas spill); for_each_slot walks every slot (for what
+/// has no order, as a maximum).
+template <class Slots, int PARTS, class Tap = NoTap>
+struct InterleavedParts {
+  static constexpr int kVec = Slots::kVec;
+  static constexpr bool kResident = Slots::kResident;
+  static constexpr int kParts = PARTS;
+  Slots slots;
+  Tap tap;
+
+  template <class F>
+  NORMKIT_DEVICE void for_each_part_slot(F&& f) const {
+    slots.for_each_indexed_slot([&](const float (&v)[kVec], int valid, int k) {
+      tap(v, valid, k, std::true_type{});
+      f(v, valid, k % PARTS);
+    });
+  }
+
+  template <class F>
+  NORMKIT_DEVICE void for_each_slot(F&& f) const {
+    slots.for_each_indexed_slot([&](const float (&v)[kVec], int valid, int k) {
+      tap(v, valid, k, std::true_type{});
+      f(v, valid);
+    });
+  }
+};
+
+}  // namespace detail
 
 NORMKIT_NAMESPACE_END

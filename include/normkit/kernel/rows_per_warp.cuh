@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/reduce_ops.cuh"
 #include "../block/warp_reduce.cuh"
@@ -19,6 +20,24 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
+/// An InterleavedParts tap: folds max |epilogue(x)| of each slot walked
+/// into *m (slot k of `lane` in a team of `team`), for kFusedRowMax.
+template <class Problem, bool WHOLE>
+struct RegisterRowMaxTap {
+  const typename Problem::Params& p;
+  int64_t row;
+  int64_t col_base;
+  int lane;
+  int team;
+  float* m;
+  template <int VEC, class Whole>
+  NORMKIT_DEVICE void operator()(const float (&x)[VEC], int valid, int k, Whole) const {
+    using S = typename Problem::Storage;
+    *m = fold_slot_absmax<Problem, WHOLE>(*m, p, row, col_base + RowLoader<S, VEC>::column(k, lane, team), valid,
+                                          RowStats::unit(), x);
+  }
+};
+
 /// A row, or the part of it in columns [col_base, col_base + cols), held in
 /// registers by a team of threads: load, statistics (over the whole row: the
 /// reducer combines the parts), output. Every thread of the team calls it,
@@ -27,14 +46,18 @@ namespace detail {
 /// exactly (cols = team * VECS * VEC) and every access may move a whole slot
 /// (the launcher checked both): no bounds, no branch on access widths
 /// (docs/performance.md, change 17). first_part: this team writes the row's
-/// mean, rstd and scale.
-template <class Problem, int VECS, bool WHOLE, class Reducer>
+/// mean, rstd and scale. PARTS > 1: the paired row_per_block form, whose
+/// threads each stand in for PARTS threads of a team PARTS times as large,
+/// slot k belonging to part k % PARTS (InterleavedParts), reduced by a
+/// reducer that combines the parts in the larger team's order.
+template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1>
 NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, int64_t row, bool active,
                                             int64_t col_base, int64_t cols, bool first_part, int lane, int team,
                                             Reducer& reducer) {
   constexpr int VEC = Problem::kVec;
   using S = typename Problem::Storage;
-  using View = normkit::RegisterView<S, VECS, VEC, WHOLE>;
+  using Slots = normkit::RegisterView<S, VECS, VEC, WHOLE>;
+  using View = std::conditional_t<PARTS == 1, Slots, InterleavedParts<Slots, PARTS>>;
   const int64_t r = active ? row : 0;
   const int64_t n = active ? cols : 0;
   RawSlot<S, VEC> v[VECS];
@@ -46,12 +69,24 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   } else {
     load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
   }
-  const View view{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
+  const View view{Slots{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)}};
   float amax = 0.f;
-  RowStats st = row_stats_and_absmax<Problem>(
-      p, view, reducer,
-      [&](const RowStats& s) { return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v); },
-      &amax);
+  RowStats st;
+  if constexpr (PARTS > 1 && kFusedRowMax<Problem, View, Reducer>) {
+    // The fused row maximum folded into the statistics' walk (as staged rows
+    // do), not a walk of its own before it: with the parts' two sums, the
+    // separate walk compiled to 64 registers and 116 bytes of spills and ran
+    // at 67% of the copy; folded, 64 registers, no spill (change 41).
+    float m = 0.f;
+    using Tap = RegisterRowMaxTap<Problem, WHOLE>;
+    const InterleavedParts<Slots, PARTS, Tap> tapped{view.slots, Tap{p, r, col_base, lane, team, &m}};
+    st = stats_with_row_max<Problem>(p, tapped, reducer, m, &amax);
+  } else {
+    st = row_stats_and_absmax<Problem>(
+        p, view, reducer,
+        [&](const RowStats& s) { return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v); },
+        &amax);
+  }
   const bool leader = active && first_part && lane == 0;
   if (leader) store_row_stats(p, r, st);
   const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);

@@ -47,16 +47,19 @@ inline Status current_device_caps(int* device, DeviceCaps* caps) {
   if (!known[dev]) {
     DeviceCaps c;
     int cluster = 0;
+    int l2 = 0;
     if (cudaDeviceGetAttribute(&c.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&c.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&c.sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&c.max_smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
             cudaSuccess ||
-        cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev) != cudaSuccess) {
+        cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
       (void)cudaGetLastError();
       return Status::kErrorCuda;
     }
     c.cluster_launch = cluster != 0;
+    c.l2_bytes = l2;
     cache[dev] = c;
     known[dev] = true;
   }

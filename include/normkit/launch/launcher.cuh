@@ -28,6 +28,13 @@ struct LaunchOptions {
   /// Force a kernel shape (tests, benchmarks, or pinning a shape across
   /// devices); kAuto lets the launcher choose from N, the types and the device.
   Shape shape = Shape::kAuto;
+  /// Whether rows planned at 4 slots per thread in row_per_block run in the
+  /// paired form (half the threads, each with two lanes' slots, reduced in
+  /// the same order: the same bits either way; plan.cuh, pairs_fit). kAuto:
+  /// paired when the batch's x is larger than the L2 cache (x then comes
+  /// from DRAM, where it measured faster; a batch that fits in L2, often
+  /// just written by the previous kernel, ran faster unpaired).
+  LanePairing pairing = LanePairing::kAuto;
 };
 
 namespace detail {
@@ -67,6 +74,20 @@ struct Launcher {
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
+  /// Whether the plan may pair this problem's lanes (pairs_fit; only then is
+  /// the paired kernel instantiated).
+  static constexpr bool kPairs =
+      kWideSlots && stats_folds_each_part_v<typename Problem::Stats> && Problem::Output::kNeedsRowAbsMax;
+
+  /// Whether a plan that allows pairing (LaunchPlan::pairs) runs paired: by
+  /// the options, and by default when the batch's x is larger than the L2
+  /// cache (LaunchOptions::pairing). Either way the same bits.
+  static bool run_paired(const Params& p, const LaunchPlan& plan, const DeviceCaps& caps, const LaunchOptions& opts) {
+    if (!plan.pairs || opts.pairing == LanePairing::kOff) return false;
+    if (opts.pairing == LanePairing::kOn) return true;
+    const int64_t x_bytes = p.rows * p.cols * static_cast<int64_t>(sizeof(typename Problem::Storage));
+    return x_bytes > caps.l2_bytes;
+  }
 
   static RowFormat format(const Params& p) {
     RowFormat f;
@@ -75,6 +96,7 @@ struct Launcher {
     f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
     f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
+    f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     return f;
   }
 
@@ -144,6 +166,12 @@ struct Launcher {
     if constexpr (VECS == 3) {
       return Status::kErrorUnsupportedShape;  // planned for rows_per_warp only: no such row_per_block kernel
     } else {
+      if constexpr (VECS == 4 && WHOLE && kPairs) {
+        if (plan.pairs) {  // the same bits in half the threads
+          const auto kernel = &kernel::row_per_block_paired<Problem>;
+          return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads / 2, 0, 1, stream, p);
+        }
+      }
       const auto kernel = &kernel::row_per_block<Problem, VECS, WHOLE>;
       return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads, 0, 1, stream, p);
     }
@@ -241,6 +269,7 @@ struct Launcher {
     Problem::Input::prepare(p.input);
     Problem::Output::prepare(p.output);
     p.whole_access = whole_access(p);
+    lp.pairs = run_paired(p, lp, caps, opts);
     switch (lp.shape) {
       case Shape::kRowsPerWarp:
       case Shape::kRowPerBlock:

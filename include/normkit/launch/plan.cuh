@@ -1,7 +1,8 @@
 // normkit/launch/plan.cuh: which kernel shape runs a problem, and with which
 // sizes. A pure host function of N, the element sizes and the device, never of
 // M: so a row's result does not depend on the batch it comes in (see
-// docs/design.md, "Batch invariance").
+// docs/design.md, "Batch invariance"). The one choice the launcher makes from
+// M, the paired form of a plan with `pairs`, gives the same bits either way.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,13 @@ inline const char* shape_name(Shape s) noexcept {
   return "unknown";
 }
 
+/// Whether rows run in the paired row_per_block form (LaunchOptions::pairing).
+enum class LanePairing : int {
+  kAuto = 0,  ///< by batch size: paired when the batch's x is larger than the L2 cache
+  kOff,       ///< never paired
+  kOn,        ///< paired wherever the plan allows (LaunchPlan::pairs)
+};
+
 /// What the plan needs to know about the device (read once per device and cached).
 struct DeviceCaps {
   int cc_major = 0;
@@ -50,6 +58,7 @@ struct DeviceCaps {
   int sm_count = 0;
   int max_smem_per_block_optin = 0;  ///< bytes of dynamic + static shared memory a CTA may opt into
   bool cluster_launch = false;       ///< thread-block clusters (sm_90+)
+  int64_t l2_bytes = 0;              ///< L2 cache size (the paired form's choice by batch size)
 };
 
 /// What the plan needs to know about the rows.
@@ -59,6 +68,7 @@ struct RowFormat {
   int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
+  bool folds_each_part = false;  ///< the statistics fold through fold_slots (kFoldsEachPart)
 };
 
 struct LaunchPlan {
@@ -69,6 +79,10 @@ struct LaunchPlan {
   int cluster = 1;         ///< CTAs per row (chunked and cluster-register shapes)
   int64_t chunk = 0;       ///< columns per CTA (chunked and cluster-register shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
+  /// row_per_block at 4 slots may run paired (half the threads, the same
+  /// bits; kernel/row_per_block.cuh): the launcher chooses by batch size
+  /// (LaunchOptions::pairing). A plan, not a record of what ran.
+  bool pairs = false;
 };
 
 /// The tuning constants of the automatic choice, in one place (docs/performance.md
@@ -85,6 +99,7 @@ struct PlanTuning {
   static constexpr int64_t kAutoStagedRowBytes = 524288;   ///< longest row staged on chip; longer rows stream
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
+  static constexpr int64_t kPairedMinRowBytes = 4096;      ///< x rows from this size may run paired
 };
 
 namespace detail {
@@ -181,6 +196,24 @@ inline int preferred_vecs(const RowFormat& f) {
   return (two ? PlanTuning::kShortRowRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 }
 
+/// Whether a row_per_block plan may run paired (see LaunchPlan::pairs): an
+/// output that needs the row on chip (per-row quantization), 4 slots per
+/// thread in an even number of whole warps that hold the row exactly, x rows
+/// of 4 KiB and more, only where 8 slots per thread are allowed
+/// (allows_wide_slots: registers) and the statistics fold by part. A pure
+/// function of N and the types, as the plan: the launcher then takes the
+/// paired form for batches whose x is larger than the L2 cache, and 4 slots
+/// otherwise. Measured (docs/performance.md, change 41), x in DRAM: RMSNorm
+/// to fp8 with per-row scales, bf16 N = 2048-16384, 89-97% -> 99-100.5% of
+/// the copy, int8 84-93.5% -> 96.5-99.5%; paired plain and fused-add rows
+/// (16-bit and fp32, N = 8192-16384) gained nothing (within a point, some
+/// 1-3 lower), so only per-row-quantized rows pair.
+inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
+  return f.needs_on_chip && p.shape == Shape::kRowPerBlock && p.vecs == 4 && p.threads % 64 == 0 && f.folds_each_part &&
+         f.cols == int64_t{p.threads} * 4 * f.vec && x_row_bytes(f) >= PlanTuning::kPairedMinRowBytes &&
+         allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec);
+}
+
 inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) {
   // At most 4 slots a lane, whatever the row's preference (wide rows are
   // row_per_block's; no wider rows_per_warp kernel is instantiated).
@@ -215,6 +248,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
         p->shape = Shape::kRowPerBlock;
         p->vecs = v;
         p->threads = static_cast<int>(threads);
+        p->pairs = pairs_fit(f, *p);
         return true;
       }
     }

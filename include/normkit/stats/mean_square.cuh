@@ -12,6 +12,9 @@ NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
 struct MeanSquare {
+  /// Folds through fold_slots: the paired row_per_block form may run it.
+  static constexpr bool kFoldsEachPart = true;
+
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {
     return from_sum(reducer.all_reduce(sum_squares(view), Sum{}), n, eps);
@@ -27,22 +30,22 @@ struct MeanSquare {
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute_with_max(const View& view, Reducer& reducer, int64_t n, float eps,
                                                   float& local_max) {
-    const float sum_sq = sum_squares(view);  // before local_max is read: a view may fold into it as walked
-    const SumPair r = reducer.all_reduce(SumPair{sum_sq, local_max}, SumMax{});
+    const auto sum_sq = sum_squares(view);  // before local_max is read: a view may fold into it as walked
+    // The maximum has no order: every part carries the thread's.
+    const SumPair r = reducer.all_reduce(map_parts(sum_sq, [&](float s) { return SumPair{s, local_max}; }), SumMax{});
     local_max = r.second;
     return from_sum(r.first, n, eps);
   }
 
  private:
+  /// This thread's sum of squares (one per part: fold_slots).
   template <class View>
-  static NORMKIT_DEVICE float sum_squares(const View& view) {
+  static NORMKIT_DEVICE auto sum_squares(const View& view) {
     constexpr int VEC = View::kVec;
-    float sq = 0.f;
-    view.for_each_slot([&](const float (&v)[VEC], int) {
+    return fold_slots(view, 0.f, [](float& sq, const float (&v)[VEC], int) {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) sq = fmaf(v[i], v[i], sq);
     });
-    return sq;
   }
 
   static NORMKIT_DEVICE RowStats from_sum(float sum_sq, int64_t n, float eps) {

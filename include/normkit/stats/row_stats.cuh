@@ -26,6 +26,18 @@
 // Offer it for every view and reducer or none (which kernel form runs must
 // not change the bits), and give the same statistics as compute. A policy
 // derived from MeanSquare that changes compute must hide it as well.
+//
+// Optional, for policies that sum (sums are not associative in fp32): fold
+// this thread's slots with fold_slots(view, init, step) below instead of a
+// for_each_slot of its own, reduce what it returns, and declare
+//   static constexpr bool kFoldsEachPart = true;
+// A view may then hold the slots of several lanes of a larger team (its
+// kParts, the paired row_per_block form: kernel/row_per_block.cuh):
+// fold_slots folds each lane's slots on their own and returns them as
+// Parts<T, kParts>, which that form's reducer combines in the larger team's
+// order, so both forms give the same bits. With any other view fold_slots
+// is a plain fold returning T. Policies without kFoldsEachPart never see such
+// a view. map_parts(t, f) applies f to each part (to T itself otherwise).
 #pragma once
 
 #include <cstdint>
@@ -98,6 +110,67 @@ struct RowReductions<T, std::void_t<decltype(T::kRowReductions)>> : std::integra
 template <class Stats>
 inline constexpr int row_reductions_v = detail::RowReductions<Stats>::value;
 }  // namespace stats
+
+/// The partial values of the lanes a thread stands in for (a view's kParts
+/// > 1), each folded on its own; what such a view's reducer reduces.
+template <class T, int P>
+struct Parts {
+  T part[P];
+};
+
+namespace detail {
+template <class T, class = void>
+struct ViewParts : std::integral_constant<int, 1> {};
+template <class T>
+struct ViewParts<T, std::void_t<decltype(T::kParts)>> : std::integral_constant<int, T::kParts> {};
+
+template <class T, class = void>
+struct FoldsEachPart : std::false_type {};
+template <class T>
+struct FoldsEachPart<T, std::void_t<decltype(T::kFoldsEachPart)>> : std::bool_constant<T::kFoldsEachPart> {};
+}  // namespace detail
+
+/// Lanes a view's thread stands in for (1 but for the paired form's views).
+template <class View>
+inline constexpr int view_parts_v = detail::ViewParts<View>::value;
+
+/// Whether a statistics policy folds through fold_slots (kFoldsEachPart), so
+/// that the paired row_per_block form may run it.
+template <class Stats>
+inline constexpr bool stats_folds_each_part_v = detail::FoldsEachPart<Stats>::value;
+
+/// step(acc, v, valid) folded over this thread's slots in view order, from
+/// init: T for a view of one part; for a view of several, each part's slots
+/// folded on their own (view.for_each_part_slot), as Parts<T, kParts>.
+template <class T, class View, class Step>
+NORMKIT_DEVICE auto fold_slots(const View& view, T init, Step&& step) {
+  constexpr int VEC = View::kVec;
+  constexpr int P = view_parts_v<View>;
+  if constexpr (P == 1) {
+    T acc = init;
+    view.for_each_slot([&](const float (&v)[VEC], int valid) { step(acc, v, valid); });
+    return acc;
+  } else {
+    Parts<T, P> acc;
+#pragma unroll
+    for (int i = 0; i < P; ++i) acc.part[i] = init;
+    view.for_each_part_slot([&](const float (&v)[VEC], int valid, int i) { step(acc.part[i], v, valid); });
+    return acc;
+  }
+}
+
+/// f applied to a fold's result: to each part of Parts, to a plain value itself.
+template <class T, class F>
+NORMKIT_DEVICE auto map_parts(const T& t, F&& f) {
+  return f(t);
+}
+template <class T, int P, class F>
+NORMKIT_DEVICE auto map_parts(const Parts<T, P>& t, F&& f) {
+  Parts<decltype(f(t.part[0])), P> r;
+#pragma unroll
+  for (int i = 0; i < P; ++i) r.part[i] = f(t.part[i]);
+  return r;
+}
 
 namespace detail {
 template <class Stats, class View, class Reducer, class = void>

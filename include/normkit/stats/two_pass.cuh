@@ -49,6 +49,8 @@ struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T
 struct TwoPass {
   /// A row in registers reduced within its CTA takes two walks, two reductions.
   static constexpr int kRowReductions = 2;
+  /// Folds through fold_slots: the paired row_per_block form may run it.
+  static constexpr bool kFoldsEachPart = true;
 
   /// Whether a view and reducer take the one-walk form (see above).
   template <class View, class Reducer>
@@ -77,10 +79,9 @@ struct TwoPass {
       }
       return st;
     } else {
-      float sum = 0.f;
-      view.for_each_slot([&](const float (&v)[VEC], int) {
+      const auto sum = fold_slots(view, 0.f, [](float& acc, const float (&v)[VEC], int) {
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) sum += v[i];
+        for (int i = 0; i < VEC; ++i) acc += v[i];
       });
       return corrected(view, reducer, reducer.all_reduce(sum, Sum{}) * inv_n, inv_n, eps);
     }
@@ -96,12 +97,12 @@ struct TwoPass {
     return RowStats{m, correction, rsqrtf(var + eps)};
   }
 
-  /// sum(x - k) and sum((x - k)^2) over this thread's valid elements.
+  /// sum(x - k) and sum((x - k)^2) over this thread's valid elements (one
+  /// pair per part: fold_slots).
   template <class View>
-  static NORMKIT_DEVICE SumPair centered_sums(const View& view, float k) {
+  static NORMKIT_DEVICE auto centered_sums(const View& view, float k) {
     constexpr int VEC = View::kVec;
-    SumPair acc{0.f, 0.f};
-    view.for_each_slot([&](const float (&v)[VEC], int valid) {
+    return fold_slots(view, SumPair{0.f, 0.f}, [k](SumPair& acc, const float (&v)[VEC], int valid) {
       if (valid == VEC) {  // the common case: no mask to apply
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
@@ -118,7 +119,6 @@ struct TwoPass {
         }
       }
     });
-    return acc;
   }
 };
 

@@ -1,0 +1,83 @@
+// normkit/block/paired_reduce.cuh: the all-reduce of a CTA whose threads
+// each stand in for two threads of a CTA twice as large (the paired
+// row_per_block form, kernel/row_per_block.cuh), giving the bits that
+// BlockAllReduce<kWarpShuffle> gives in the larger CTA.
+//
+// Thread t holds the values of the larger CTA's threads t and t + blockDim.x
+// as Parts<T, 2>: lane l of warp u holds lane l of the larger CTA's warps u
+// and u + warps. Each part goes through that warp's butterfly (both parts in
+// the same shuffles), lane 0 writes the two warp partials where the larger
+// CTA's warps would, and the last stage is BlockAllReduce's own.
+#pragma once
+
+#include "../config.cuh"
+#include "../stats/row_stats.cuh"
+#include "reduce_ops.cuh"
+#include "warp_reduce.cuh"
+
+NORMKIT_NAMESPACE_BEGIN
+
+namespace detail {
+/// op applied part by part.
+template <class Op>
+struct PartwiseOp {
+  Op op;
+  template <class T, int P>
+  NORMKIT_DEVICE Parts<T, P> operator()(const Parts<T, P>& a, const Parts<T, P>& b) const {
+    Parts<T, P> r;
+#pragma unroll
+    for (int i = 0; i < P; ++i) r.part[i] = op(a.part[i], b.part[i]);
+    return r;
+  }
+};
+}  // namespace detail
+
+/// All-reduce over a CTA of blockDim.x threads (a multiple of 32, at most
+/// MAX_THREADS / 2), each holding two threads' values of a CTA of 2 *
+/// blockDim.x threads. Every thread must call it. Plain values (one per
+/// thread) may be reduced only with operators whose result has no order
+/// (Max).
+template <int MAX_THREADS = 1024>
+class PairedBlockAllReduce {
+  static_assert(MAX_THREADS % 64 == 0 && MAX_THREADS >= 64 && MAX_THREADS <= 1024,
+                "normkit::PairedBlockAllReduce: MAX_THREADS (the larger CTA) must be a multiple of 64 in [64, 1024]");
+  static constexpr int kWarps = MAX_THREADS / 32;  ///< the larger CTA's
+  static constexpr int kMaxValueBytes = 16;
+
+ public:
+  struct TempStorage {
+    alignas(16) unsigned char partials[2][kWarps][kMaxValueBytes];
+  };
+
+  NORMKIT_DEVICE explicit PairedBlockAllReduce(TempStorage& storage) : storage_(storage), phase_(0) {}
+
+  template <class T, class Op>
+  NORMKIT_DEVICE T all_reduce(const Parts<T, 2>& v, Op op) {
+    static_assert(sizeof(T) <= kMaxValueBytes, "normkit::PairedBlockAllReduce: values are limited to 16 bytes");
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    const int warps = blockDim.x / 32;
+    T* partials = reinterpret_cast<T*>(storage_.partials[phase_]);
+    const T w0 = WarpAllReduce<32>::all_reduce(v.part[0], op);
+    if (lane == 0) partials[warp] = w0;
+    const T w1 = WarpAllReduce<32>::all_reduce(v.part[1], op);
+    if (lane == 0) partials[warp + warps] = w1;
+    __syncthreads();
+    const T all = lane < 2 * warps ? partials[lane] : Op::template identity<T>();
+    phase_ ^= 1;
+    return WarpAllReduce<32>::all_reduce(all, op);
+  }
+
+  /// A value without parts: only for operators without order (see above),
+  /// for which a thread's two parts may both hold its value.
+  template <class T>
+  NORMKIT_DEVICE T all_reduce(T v, Max op) {
+    return all_reduce<T, Max>(Parts<T, 2>{{v, v}}, op);
+  }
+
+ private:
+  TempStorage& storage_;
+  int phase_;
+};
+
+NORMKIT_NAMESPACE_END
