@@ -10,7 +10,8 @@
 # JOBS, SANITIZE_JOBS, SANITIZE_TIMEOUT (per run), STAGE_LIMIT (test+sanitize
 # deadline, s), SHARDS and SHARDS_MID (gtest shards of the heaviest and the
 # middle-weight binaries), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS,
-# COMMIT (what the benchmark report names; the device's copy of .git may lag).
+# COMMIT (what the benchmark report names; the device's copy of .git may lag),
+# SANITIZERS (the compute-sanitizer tools the sanitize stage runs; default all four).
 # Every stage ends by its own deadline, leaving nothing running: do not wrap
 # this script in `timeout` (that would orphan its jobs, which then disturb the
 # benchmarks). Each stage prints one summary line; the last lines of the output
@@ -111,7 +112,7 @@ fi
 # sanitizers are mostly CPU-bound; the machine has 16 cores).
 tools=()
 want test && tools+=(plain)
-want sanitize && tools+=(memcheck racecheck initcheck synccheck)
+want sanitize && tools+=(${SANITIZERS:-memcheck racecheck initcheck synccheck})
 if [ ${#tools[@]} -gt 0 ]; then
   start=$SECONDS
   export DEADLINE=$(( $(date +%s) + ${STAGE_LIMIT:-420} ))

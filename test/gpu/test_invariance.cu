@@ -194,50 +194,53 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   }
 }
 
-// The launcher runs per-row-quantized rows of 4-32 KiB in the paired
-// row_per_block form when the batch's x is larger than the L2 cache, and at
-// 4 slots per thread otherwise (launch/launcher.cuh, run_paired): a row must
-// keep its bits across that line. Rows of bf16 N = 8192 (16 KiB), RMSNorm to
-// fp8 and int8 with per-row scales: alone, and in a batch past the L2 size.
+// The launcher runs per-row-quantized rows it may pair (plan.cuh, pairs_fit)
+// in the paired register forms when the batch's x is larger than the L2
+// cache, and at 4 slots per thread otherwise (launch/launcher.cuh,
+// run_paired): a row must keep its bits across that line. Rows of bf16
+// N = 1024 (rows_per_warp) and 8192 (row_per_block), RMSNorm to fp8 and int8
+// with per-row scales: alone, and in a batch past the L2 size.
 TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
   NK_REQUIRE_GPU();
   int device = 0, l2 = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), cudaSuccess);
-  const int64_t n = 8192, row_bytes = n * 2;
-  const int64_t rows = l2 / row_bytes + 37;  // x just past the L2 cache
-  DeviceBuffer x(rows * row_bytes), w(row_bytes), y(rows * n), scales(rows * 4);
-  const uint64_t seed = nktest::fresh_seed();
-  fill_random(x, seed);
-  fill_random(w, seed + 1);
-  for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
-    auto quant = [&](int64_t first, int64_t count) {
-      nktest::QuantCall c;
-      c.q_type = q;
-      c.x = x.data() + first * row_bytes;
-      c.y = y.data() + first * n;
-      c.weight = w.data();
-      c.row_scales = reinterpret_cast<float*>(scales.data()) + first;
-      c.rows = count;
-      c.cols = n;
-      return c;
-    };
-    normkit::LaunchPlan plan;
-    ASSERT_EQ(nktest::plan_quant(quant(0, rows), &plan), normkit::Status::kSuccess);
-    ASSERT_TRUE(plan.pairs) << "the plan no longer pairs these rows: choose rows it pairs";
-    auto outputs = [&](int64_t first, int64_t count, int64_t probe) {
-      EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
-      EXPECT_EQ(cudaMemset(scales.data(), 0xFF, scales.size()), cudaSuccess);
-      EXPECT_EQ(nktest::launch_quant(quant(first, count)), normkit::Status::kSuccess);
-      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::vector<unsigned char> out(n + 4);
-      EXPECT_EQ(cudaMemcpy(out.data(), y.data() + probe * n, n, cudaMemcpyDeviceToHost), cudaSuccess);
-      EXPECT_EQ(cudaMemcpy(out.data() + n, scales.data() + probe * 4, 4, cudaMemcpyDeviceToHost), cudaSuccess);
-      return out;
-    };
-    for (int64_t probe : {int64_t{0}, rows / 2, rows - 1}) {
-      EXPECT_EQ(outputs(probe, 1, probe), outputs(0, rows, probe))
-          << nktest::qtype_name(q) << ": row " << probe << " alone and in a batch of " << rows;
+  for (int64_t n : {1024, 8192}) {
+    const int64_t row_bytes = n * 2;
+    const int64_t rows = l2 / row_bytes + 37;  // x just past the L2 cache
+    DeviceBuffer x(rows * row_bytes), w(row_bytes), y(rows * n), scales(rows * 4);
+    const uint64_t seed = nktest::fresh_seed();
+    fill_random(x, seed);
+    fill_random(w, seed + 1);
+    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+      auto quant = [&](int64_t first, int64_t count) {
+        nktest::QuantCall c;
+        c.q_type = q;
+        c.x = x.data() + first * row_bytes;
+        c.y = y.data() + first * n;
+        c.weight = w.data();
+        c.row_scales = reinterpret_cast<float*>(scales.data()) + first;
+        c.rows = count;
+        c.cols = n;
+        return c;
+      };
+      normkit::LaunchPlan plan;
+      ASSERT_EQ(nktest::plan_quant(quant(0, rows), &plan), normkit::Status::kSuccess);
+      ASSERT_TRUE(plan.pairs) << "the plan no longer pairs these rows: choose rows it pairs";
+      auto outputs = [&](int64_t first, int64_t count, int64_t probe) {
+        EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+        EXPECT_EQ(cudaMemset(scales.data(), 0xFF, scales.size()), cudaSuccess);
+        EXPECT_EQ(nktest::launch_quant(quant(first, count)), normkit::Status::kSuccess);
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<unsigned char> out(n + 4);
+        EXPECT_EQ(cudaMemcpy(out.data(), y.data() + probe * n, n, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(out.data() + n, scales.data() + probe * 4, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+        return out;
+      };
+      for (int64_t probe : {int64_t{0}, rows / 2, rows - 1}) {
+        EXPECT_EQ(outputs(probe, 1, probe), outputs(0, rows, probe))
+            << nktest::qtype_name(q) << " N=" << n << ": row " << probe << " alone and in a batch of " << rows;
+      }
     }
   }
 }

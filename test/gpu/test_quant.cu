@@ -249,31 +249,36 @@ TEST(Quant, WideAndClusterRegisterRows) {
   check_quant(many);
 }
 
-// The paired row_per_block form (half the threads, two lanes' slots each,
-// kernel/row_per_block.cuh) against the float64 reference and bitwise
-// against the 4-slot form, for every per-row-quantized problem the plan lets
-// pair (RMSNorm 16-bit and fp32, LayerNorm fp32) and some it does not
-// (16-bit LayerNorm; N = 5120, an odd number of warps; 4099, not whole;
-// rows below 4 KiB; misaligned x, which runs the checked 4-slot form):
-// pairing on, off and automatic must give the same bits.
+// The paired register forms (half the threads or lanes, two lanes' slots
+// each: kernel/row_per_block.cuh, kernel/rows_per_warp.cuh) against the
+// float64 reference and bitwise against the 4-slot forms, for every
+// per-row-quantized problem the plan lets pair (RMSNorm 16-bit and fp32,
+// LayerNorm fp32) and some it does not (16-bit LayerNorm; N = 5120, an odd
+// number of warps; 4099, not whole; 768, 3-slot lanes; 256, groups of 8;
+// misaligned x, which runs the checked 4-slot forms): pairing on, off and
+// automatic must give the same bits.
 TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
   NK_REQUIRE_GPU();
   struct Problem {
     Op op;
     DType x;
     QType q;
-    std::vector<int64_t> lengths;
+    std::vector<std::pair<int64_t, bool>> lengths;  ///< N, and whether the plan pairs it
   };
-  const std::vector<int64_t> sixteen_bit = {1024, 2048, 4096, 4099, 5120, 8192, 12288, 16384};
-  const Problem problems[] = {{Op::kRmsNorm, DType::kBF16, QType::kE4M3, sixteen_bit},
-                              {Op::kRmsNorm, DType::kBF16, QType::kE5M2, {2048, 8192}},
-                              {Op::kRmsNorm, DType::kBF16, QType::kInt8, {2048, 8192, 16384}},
-                              {Op::kRmsNorm, DType::kF16, QType::kE4M3, {4096, 12288}},
-                              {Op::kLayerNorm, DType::kBF16, QType::kE4M3, {8192}},
-                              {Op::kRmsNorm, DType::kF32, QType::kE4M3, {1024, 2048, 4096, 8192}},
-                              {Op::kLayerNorm, DType::kF32, QType::kE4M3, {512, 1024, 2048, 4096, 8192}}};
+  const std::vector<std::pair<int64_t, bool>> sixteen_bit = {
+      {256, false},  {512, true},   {768, false},  {1024, true},  {2048, true},  {4096, true},
+      {4099, false}, {5120, false}, {8192, true},  {12288, true}, {16384, true}};
+  const Problem problems[] = {
+      {Op::kRmsNorm, DType::kBF16, QType::kE4M3, sixteen_bit},
+      {Op::kRmsNorm, DType::kBF16, QType::kE5M2, {{1024, true}, {2048, true}, {8192, true}}},
+      {Op::kRmsNorm, DType::kBF16, QType::kInt8, {{512, true}, {1024, true}, {2048, true}, {8192, true}, {16384, true}}},
+      {Op::kRmsNorm, DType::kF16, QType::kE4M3, {{1024, true}, {4096, true}, {12288, true}}},
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, {{1024, false}, {8192, false}}},
+      {Op::kRmsNorm, DType::kF32, QType::kE4M3, {{256, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}},
+      {Op::kLayerNorm, DType::kF32, QType::kE4M3,
+       {{128, false}, {512, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}}};
   for (const Problem& pr : problems) {
-    for (int64_t n : pr.lengths) {
+    for (const auto& [n, pairs] : pr.lengths) {
       for (int64_t shift : {0, 1}) {
         QuantCase c;
         c.op = pr.op;
@@ -284,13 +289,9 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
         c.x_shift = shift;
         c.x_pad = shift * 8;
         c.seed = nktest::fresh_seed();
-        // The plan (a function of N and the types) lets these pair: 4 slots
-        // a thread in an even number of warps, rows of 4 KiB and more, not
-        // 16-bit LayerNorm. Checked, so that a plan that never paired would
-        // fail here rather than compare the 4-slot form with itself.
-        const int64_t row_bytes = n * nktest::dtype_size(pr.x);
-        const bool pairs = (pr.op == Op::kRmsNorm || pr.x == DType::kF32) && n != 4099 && n != 5120 &&
-                           row_bytes >= 4096;
+        // Whether the plan (a function of N and the types) pairs the row is
+        // checked, so that a plan that never paired would fail here rather
+        // than compare the 4-slot form with itself.
         nktest::QuantCall call;
         call.op = pr.op;
         call.x_type = pr.x;

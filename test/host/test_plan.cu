@@ -319,13 +319,22 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_TRUE(plan_of(folding(quant_row(f32_row(n))), h200()).pairs) << n;
     EXPECT_TRUE(plan_of(folding(two_pass_row(quant_row(f32_row(n)))), h200()).pairs) << n;
   }
-  // Not: rows below 4 KiB (rows_per_warp, or 64 threads would be one warp
-  // of 8 slots), an odd number of warps (N = 5120: 160 threads), rows the
-  // team does not hold exactly, 8-slot rows, rows on other shapes.
-  for (int64_t n : {512, 1024, 1536, 5120, 4099, 8200, 24576, 32768, 65536}) {
+  // rows_per_warp: groups of 16 and 32 lanes at 4 slots that hold the row exactly.
+  for (const RowFormat& f : {bf16_row(512), bf16_row(1024), f32_row(256), f32_row(512)}) {
+    const LaunchPlan p = plan_of(folding(quant_row(f)), h200());
+    EXPECT_EQ(p.shape, Shape::kRowsPerWarp) << f.cols;
+    EXPECT_GE(p.group, 16) << f.cols;
+    EXPECT_TRUE(p.pairs) << f.cols;
+    EXPECT_FALSE(plan_of(folding(f), h200()).pairs) << f.cols;
+  }
+  // Not: groups of 4 and 8 lanes (N = 128, 256), 3-slot lanes (768), rows
+  // the team does not hold exactly, row_per_block rows below 4 KiB (64
+  // threads would be one warp of 8 slots), an odd number of warps (N =
+  // 5120: 160 threads), 8-slot rows, rows on other shapes.
+  for (int64_t n : {128, 256, 768, 1000, 1536, 5120, 4099, 8200, 24576, 32768, 65536}) {
     EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).pairs) << n;
   }
-  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(512))), h200()).pairs);
+  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(128))), h200()).pairs);
   EXPECT_FALSE(plan_of(folding(quant_row(f32_row(16384))), h200()).pairs);  // 8 slots already
 }
 

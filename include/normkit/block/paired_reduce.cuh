@@ -1,8 +1,9 @@
-// normkit/block/paired_reduce.cuh: the all-reduce of a CTA whose threads
-// each stand in for two threads of a CTA twice as large (the paired
-// row_per_block form, kernel/row_per_block.cuh), giving the bits that
-// BlockAllReduce<kWarpShuffle> gives in the larger CTA.
+// normkit/block/paired_reduce.cuh: the all-reduces of teams whose threads
+// each stand in for two threads of a team twice as large (the paired
+// register forms, kernel/row_per_block.cuh and kernel/rows_per_warp.cuh),
+// giving the bits the larger team's reducer gives.
 //
+// PairedBlockAllReduce, for a CTA, matches BlockAllReduce<kWarpShuffle>:
 // Thread t holds the values of the larger CTA's threads t and t + blockDim.x
 // as Parts<T, 2>: lane l of warp u holds lane l of the larger CTA's warps u
 // and u + warps. Each part goes through that warp's butterfly (both parts in
@@ -79,5 +80,27 @@ class PairedBlockAllReduce {
   TempStorage& storage_;
   int phase_;
 };
+
+/// The GroupReducer of a group of `team` lanes (a power of two, at most 16)
+/// each holding lanes j and j + team of a group of 2 * team lanes as
+/// Parts<T, 2>: that group's butterfly begins by combining exactly those two
+/// (offset team), op(part 0, part 1) here; its other steps are this
+/// group's. The same bits as GroupReducer{2 * team}.
+struct PairedGroupReducer {
+  int team;
+  template <class T, class Op>
+  NORMKIT_DEVICE T all_reduce(const Parts<T, 2>& v, Op op) const {
+    return WarpAllReduce<32>::all_reduce(op(v.part[0], v.part[1]), op, team);
+  }
+  /// A value without parts: only for operators without order (Max).
+  template <class T>
+  NORMKIT_DEVICE T all_reduce(T v, Max op) const {
+    return WarpAllReduce<32>::all_reduce(v, op, team);
+  }
+  /// As GroupReducer::warp_any: a warp holds several rows.
+  NORMKIT_DEVICE bool warp_any(bool b) const { return __any_sync(0xffffffffu, b) != 0; }
+};
+
+NORMKIT_DEVICE bool reduction_branch(const PairedGroupReducer& r, bool b) { return r.warp_any(b); }
 
 NORMKIT_NAMESPACE_END

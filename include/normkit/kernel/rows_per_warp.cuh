@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../block/paired_reduce.cuh"
 #include "../block/reduce_ops.cuh"
 #include "../block/warp_reduce.cuh"
 #include "../config.cuh"
@@ -100,6 +101,24 @@ NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, in
   normalize_register_part<Problem, VECS, WHOLE>(p, row, active, 0, p.cols, true, lane, team, reducer);
 }
 
+/// rows_per_warp's loop: each group of `team` lanes of the CTA normalizes
+/// one row at a time (PARTS: see normalize_register_part), striding over the
+/// rows with the grid.
+template <class Problem, int VECS, bool WHOLE, int PARTS, class Reducer>
+NORMKIT_DEVICE void normalize_rows_in_groups(const typename Problem::Params& p, int team, Reducer& reducer) {
+  const int lane = threadIdx.x & (team - 1);
+  const int rows_per_cta = blockDim.x / team;
+  const int64_t row_in_cta = threadIdx.x / team;
+  // The loop bound is the same for the whole CTA, so every lane of every warp
+  // takes part in every shuffle.
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_cta; base < p.rows;
+       base += static_cast<int64_t>(gridDim.x) * rows_per_cta) {
+    const int64_t row = base + row_in_cta;
+    normalize_register_part<Problem, VECS, WHOLE, Reducer, PARTS>(p, row, row < p.rows, 0, p.cols, true, lane, team,
+                                                                  reducer);
+  }
+}
+
 }  // namespace detail
 
 namespace kernel {
@@ -109,17 +128,25 @@ inline constexpr int kRowsPerWarpThreads = 256;
 template <class Problem, int VECS, bool WHOLE>
 __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
     rows_per_warp(const __grid_constant__ typename Problem::Params p, int group) {
-  const int lane = threadIdx.x & (group - 1);
-  const int rows_per_cta = blockDim.x / group;
-  const int64_t row_in_cta = threadIdx.x / group;
   GroupReducer reducer{group};
-  // The loop bound is the same for the whole CTA, so every lane of every warp
-  // takes part in every shuffle.
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * rows_per_cta; base < p.rows;
-       base += static_cast<int64_t>(gridDim.x) * rows_per_cta) {
-    const int64_t row = base + row_in_cta;
-    detail::normalize_register_row<Problem, VECS, WHOLE>(p, row, row < p.rows, lane, group, reducer);
-  }
+  detail::normalize_rows_in_groups<Problem, VECS, WHOLE, 1>(p, group, reducer);
+}
+
+/// The paired form of rows_per_warp at 4 slots a lane: groups of group / 2
+/// lanes, 8 slots each, lane j holding the slots of lanes j and j + group / 2
+/// of the 4-slot group (the 8-slot layout interleaves them), reduced by
+/// PairedGroupReducer: the same bits as rows_per_warp<Problem, 4, true> with
+/// `group` lanes a row, with twice the rows per warp (the launcher runs it
+/// where x comes from DRAM: large batches; docs/performance.md, change 42).
+/// WHOLE only.
+template <class Problem>
+__global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
+    rows_per_warp_paired(const __grid_constant__ typename Problem::Params p, int group) {
+  static_assert(stats_folds_each_part_v<typename Problem::Stats>,
+                "normkit: the paired rows_per_warp form needs statistics that fold through fold_slots "
+                "(kFoldsEachPart); the launcher runs such problems at 4 slots");
+  PairedGroupReducer reducer{group / 2};
+  detail::normalize_rows_in_groups<Problem, 8, true, 2>(p, group / 2, reducer);
 }
 
 }  // namespace kernel

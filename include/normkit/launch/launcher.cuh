@@ -142,12 +142,25 @@ struct Launcher {
   template <int VECS, bool WHOLE>
   static Status run_rows_per_warp(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                   cudaStream_t stream) {
-    const auto kernel = &kernel::rows_per_warp<Problem, VECS, WHOLE>;
+    if constexpr (VECS == 4 && WHOLE && kPairs) {
+      // The same bits with lanes paired: group / 2 lanes a row.
+      if (plan.pairs) return launch_rows_per_warp(&kernel::rows_per_warp_paired<Problem>, p, plan, plan.group / 2,
+                                                  device, caps, stream);
+    }
+    return launch_rows_per_warp(&kernel::rows_per_warp<Problem, VECS, WHOLE>, p, plan, plan.group, device, caps,
+                                stream);
+  }
+
+  /// Launches a rows_per_warp kernel (passed the plan's group) whose rows
+  /// take `lanes` lanes each.
+  template <class Kernel>
+  static Status launch_rows_per_warp(Kernel kernel, const Params& p, const LaunchPlan& plan, int lanes, int device,
+                                     const DeviceCaps& caps, cudaStream_t stream) {
     int64_t resident = 0;
     const Status s =
         resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, 0, 1, &resident);
     if (s != Status::kSuccess) return s;
-    const int64_t groups = ceil_div(p.rows, plan.threads / plan.group);
+    const int64_t groups = ceil_div(p.rows, plan.threads / lanes);
     const int64_t cap = kRowsPerWarpWaves * resident;
     return launch_kernel(kernel, groups < cap ? groups : cap, plan.threads, 0, 1, stream, p, plan.group);
   }

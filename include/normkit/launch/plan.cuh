@@ -99,7 +99,8 @@ struct PlanTuning {
   static constexpr int64_t kAutoStagedRowBytes = 524288;   ///< longest row staged on chip; longer rows stream
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
-  static constexpr int64_t kPairedMinRowBytes = 4096;      ///< x rows from this size may run paired
+  static constexpr int64_t kPairedMinRowBytes = 4096;      ///< row_per_block rows from this size may run paired
+  static constexpr int kPairedMinGroup = 16;                ///< rows_per_warp groups from this size may run paired
 };
 
 namespace detail {
@@ -196,22 +197,32 @@ inline int preferred_vecs(const RowFormat& f) {
   return (two ? PlanTuning::kShortRowRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 }
 
-/// Whether a row_per_block plan may run paired (see LaunchPlan::pairs): an
-/// output that needs the row on chip (per-row quantization), 4 slots per
-/// thread in an even number of whole warps that hold the row exactly, x rows
-/// of 4 KiB and more, only where 8 slots per thread are allowed
-/// (allows_wide_slots: registers) and the statistics fold by part. A pure
+/// Whether a register plan may run paired (see LaunchPlan::pairs): an output
+/// that needs the row on chip (per-row quantization), 4 slots per thread
+/// that hold the row exactly, only where 8 slots per thread are allowed
+/// (allows_wide_slots: registers) and the statistics fold by part; in
+/// row_per_block, an even number of whole warps and x rows of 4 KiB and
+/// more; in rows_per_warp, groups of 16 and 32 lanes (8 and 16 paired). A pure
 /// function of N and the types, as the plan: the launcher then takes the
 /// paired form for batches whose x is larger than the L2 cache, and 4 slots
 /// otherwise. Measured (docs/performance.md, change 41), x in DRAM: RMSNorm
 /// to fp8 with per-row scales, bf16 N = 2048-16384, 89-97% -> 99-100.5% of
 /// the copy, int8 84-93.5% -> 96.5-99.5%; paired plain and fused-add rows
 /// (16-bit and fp32, N = 8192-16384) gained nothing (within a point, some
-/// 1-3 lower), so only per-row-quantized rows pair.
+/// 1-3 lower), so only per-row-quantized rows pair. rows_per_warp (change
+/// 42): bf16 N = 512 and 1024, int8 90.7% -> 94.4% and 90.6% -> 96.2%, fp8
+/// 95.4% -> 96.0% and 96.7%; smaller groups lost (N = 256, 4 lanes paired:
+/// fp8 96.2% -> 93.4%; N = 128, 2 lanes: 95% -> 58%).
 inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
-  return f.needs_on_chip && p.shape == Shape::kRowPerBlock && p.vecs == 4 && p.threads % 64 == 0 && f.folds_each_part &&
-         f.cols == int64_t{p.threads} * 4 * f.vec && x_row_bytes(f) >= PlanTuning::kPairedMinRowBytes &&
-         allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec);
+  if (!f.needs_on_chip || !f.folds_each_part || p.vecs != 4 ||
+      !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
+    return false;
+  }
+  if (p.shape == Shape::kRowsPerWarp) {
+    return p.group >= PlanTuning::kPairedMinGroup && f.cols == int64_t{p.group} * 4 * f.vec;
+  }
+  return p.shape == Shape::kRowPerBlock && p.threads % 64 == 0 && f.cols == int64_t{p.threads} * 4 * f.vec &&
+         x_row_bytes(f) >= PlanTuning::kPairedMinRowBytes;
 }
 
 inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) {
@@ -232,6 +243,7 @@ inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) 
   // change 25). The launcher runs 3 slots only in the WHOLE form; otherwise
   // the checked 4-slot kernel, with the same lanes, slots and order.
   if (p->vecs == 4 && f.cols % f.vec == 0 && slots == 3LL * p->group) p->vecs = 3;
+  p->pairs = pairs_fit(f, *p);
   return true;
 }
 
