@@ -1,6 +1,7 @@
 // Unit tests of each building block on the GPU, each used on its own in a
 // small test kernel: RowLoader, WarpAllReduce, BlockAllReduce (both
-// algorithms), ClusterAllReduce, the statistics policies and the epilogues.
+// algorithms), the paired reducers, ClusterAllReduce, the statistics
+// policies and the epilogues.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include <normkit/block/block_reduce.cuh>
 #include <normkit/block/cluster_reduce.cuh>
+#include <normkit/block/paired_reduce.cuh>
 #include <normkit/block/row_loader.cuh>
 #include <normkit/block/warp_reduce.cuh>
 #include <normkit/epilogue/affine.cuh>
@@ -207,6 +209,136 @@ TEST(BlockAllReduce, WarpShuffleAnyWarpCount) {
 TEST(BlockAllReduce, CubBackedAnyWarpCount) {
   NK_REQUIRE_GPU();
   check_block_reduce<normkit::BlockReduceAlgorithm::kCub>();
+}
+
+// ------------------------------------- PairedBlockAllReduce, PairedGroupReducer
+// Values whose sum depends on the order of the additions: magnitudes 2^-20
+// to 2^20, so that a paired reducer that combined them in any other order
+// than the reducer it stands in for would differ in the last bits.
+std::vector<float> order_sensitive(int count, nktest::Rng& rng) {
+  std::vector<float> v(count);
+  for (auto& x : v) x = static_cast<float>(rng.normal() * std::ldexp(1.0, static_cast<int>(rng.next() % 41) - 20));
+  return v;
+}
+
+// The squares are rounded on their own (__fmul_rn): a product written a * a
+// may be contracted into the addition that receives it (fma), and then the
+// two lanes of a butterfly step round differently, so not even the
+// reference reducer would leave the same bits in every lane. (The kernels'
+// statistics hand the reducers fmaf and sum results, never bare products.)
+//
+// Three reductions back to back per call (a sum, a pair of sums, a maximum),
+// by `threads` threads each with one value (the reference reducers) or by
+// half as many each holding the values of threads t and t + half (the paired
+// ones); every thread writes what it received.
+__global__ void block_pairs_kernel(const float* in, bool paired, float* out) {
+  const int t = threadIdx.x;
+  float s, m;
+  normkit::SumPair p;
+  if (paired) {
+    using R = normkit::PairedBlockAllReduce<1024>;
+    __shared__ R::TempStorage temp;
+    R reduce(temp);
+    const float a = in[t], b = in[t + blockDim.x];
+    s = reduce.all_reduce(normkit::Parts<float, 2>{{a, b}}, normkit::Sum{});
+    p = reduce.all_reduce(normkit::Parts<normkit::SumPair, 2>{{{a, __fmul_rn(a, a)}, {b, __fmul_rn(b, b)}}},
+                          normkit::Sum{});
+    m = reduce.all_reduce(fmaxf(a, b), normkit::Max{});
+  } else {
+    using R = normkit::BlockAllReduce<1024>;
+    __shared__ R::TempStorage temp;
+    R reduce(temp);
+    const float a = in[t];
+    s = reduce.all_reduce(a, normkit::Sum{});
+    p = reduce.all_reduce(normkit::SumPair{a, __fmul_rn(a, a)}, normkit::Sum{});
+    m = reduce.all_reduce(a, normkit::Max{});
+  }
+  out[4 * t] = s;
+  out[4 * t + 1] = p.first;
+  out[4 * t + 2] = p.second;
+  out[4 * t + 3] = m;
+}
+
+// The same for a group of `group` lanes (the reference) or `group / 2` lanes
+// each holding lanes j and j + group / 2 of it (PairedGroupReducer); each
+// warp holds several groups.
+__global__ void group_pairs_kernel(const float* in, int group, bool paired, float* out) {
+  const int t = threadIdx.x;
+  float s, m;
+  normkit::SumPair p;
+  if (paired) {
+    const int team = group / 2;
+    const int g = t / team, j = t % team;
+    const float a = in[g * group + j], b = in[g * group + j + team];
+    const normkit::PairedGroupReducer reduce{team};
+    s = reduce.all_reduce(normkit::Parts<float, 2>{{a, b}}, normkit::Sum{});
+    p = reduce.all_reduce(normkit::Parts<normkit::SumPair, 2>{{{a, __fmul_rn(a, a)}, {b, __fmul_rn(b, b)}}},
+                          normkit::Sum{});
+    m = reduce.all_reduce(fmaxf(a, b), normkit::Max{});
+  } else {
+    const float a = in[t];
+    const normkit::GroupReducer reduce{group};
+    s = reduce.all_reduce(a, normkit::Sum{});
+    p = reduce.all_reduce(normkit::SumPair{a, __fmul_rn(a, a)}, normkit::Sum{});
+    m = reduce.all_reduce(a, normkit::Max{});
+  }
+  out[4 * t] = s;
+  out[4 * t + 1] = p.first;
+  out[4 * t + 2] = p.second;
+  out[4 * t + 3] = m;
+}
+
+// Runs the reference (threads threads) and the paired form (threads / 2) on
+// the same values; returns each one's first thread's four results, having
+// checked that all threads of a row (CTA or group) agree.
+template <class Launch>
+std::pair<std::vector<float>, std::vector<float>> reference_and_paired(Launch&& launch, const std::vector<float>& in,
+                                                                       int threads, int per_row) {
+  DeviceBuffer din(in.size() * 4), dref(threads * 16), dpair(threads * 8);
+  EXPECT_EQ(cudaMemcpy(din.data(), in.data(), in.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  launch(reinterpret_cast<const float*>(din.data()), false, threads, reinterpret_cast<float*>(dref.data()));
+  launch(reinterpret_cast<const float*>(din.data()), true, threads / 2, reinterpret_cast<float*>(dpair.data()));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> ref(threads * 4), pair(threads * 2);
+  EXPECT_EQ(cudaMemcpy(ref.data(), dref.data(), ref.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(pair.data(), dpair.data(), pair.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  // Rows of per_row reference threads, per_row / 2 paired ones: compare row by row.
+  std::vector<float> r, q;
+  for (int row = 0; row < threads / per_row; ++row) {
+    for (int k = 0; k < 4; ++k) {
+      r.push_back(ref[4 * row * per_row + k]);
+      q.push_back(pair[4 * row * (per_row / 2) + k]);
+      for (int t = 1; t < per_row / 2; ++t) EXPECT_EQ(pair[4 * (row * (per_row / 2) + t) + k], q.back());
+    }
+  }
+  return {r, q};
+}
+
+TEST(PairedReducers, SameBitsAsTheReducersTheyStandInFor) {
+  NK_REQUIRE_GPU();
+  nktest::Rng rng(nktest::fresh_seed());
+  int order_mattered = 0;
+  for (int threads : {64, 128, 192, 256, 384, 512, 1024}) {
+    const std::vector<float> in = order_sensitive(threads, rng);
+    const auto [ref, paired] = reference_and_paired(
+        [](const float* x, bool p, int n, float* out) { block_pairs_kernel<<<1, n>>>(x, p, out); }, in, threads,
+        threads);
+    EXPECT_EQ(ref, paired) << "PairedBlockAllReduce, a CTA of " << threads / 2 << " for one of " << threads;
+    float sequential = 0.f;
+    for (float v : in) sequential += v;
+    order_mattered += sequential != ref[0];
+  }
+  for (int group : {4, 8, 16, 32}) {
+    const int threads = 256;
+    const std::vector<float> in = order_sensitive(threads, rng);
+    const auto [ref, paired] = reference_and_paired(
+        [group](const float* x, bool p, int n, float* out) { group_pairs_kernel<<<1, n>>>(x, group, p, out); }, in,
+        threads, group);
+    EXPECT_EQ(ref, paired) << "PairedGroupReducer, groups of " << group / 2 << " for groups of " << group;
+  }
+  // The values are such that order shows: a plain sequential sum differs
+  // from the butterfly's (else this test could not fail).
+  EXPECT_GE(order_mattered, 1);
 }
 
 // --------------------------------------------------------- ClusterAllReduce

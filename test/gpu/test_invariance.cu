@@ -199,7 +199,8 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
 // cache, and at 4 slots per thread otherwise (launch/launcher.cuh,
 // run_paired): a row must keep its bits across that line. Rows of bf16
 // N = 1024 (rows_per_warp) and 8192 (row_per_block), RMSNorm to fp8 and int8
-// with per-row scales: alone, and in a batch past the L2 size.
+// with per-row scales: alone, and in a batch past the L2 size; and the whole
+// batch with pairing off, every row.
 TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
   NK_REQUIRE_GPU();
   int device = 0, l2 = 0;
@@ -213,8 +214,10 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
     fill_random(x, seed);
     fill_random(w, seed + 1);
     for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+      normkit::LaunchPlan ran;
       auto quant = [&](int64_t first, int64_t count) {
         nktest::QuantCall c;
+        c.launched = &ran;
         c.q_type = q;
         c.x = x.data() + first * row_bytes;
         c.y = y.data() + first * n;
@@ -238,9 +241,31 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
         return out;
       };
       for (int64_t probe : {int64_t{0}, rows / 2, rows - 1}) {
-        EXPECT_EQ(outputs(probe, 1, probe), outputs(0, rows, probe))
+        const auto alone = outputs(probe, 1, probe);
+        EXPECT_FALSE(ran.pairs);
+        EXPECT_EQ(alone, outputs(0, rows, probe))
             << nktest::qtype_name(q) << " N=" << n << ": row " << probe << " alone and in a batch of " << rows;
+        EXPECT_TRUE(ran.pairs) << "a batch past the L2 cache ran unpaired";
       }
+      // Every row of the batch, paired (automatic) and not.
+      auto whole_batch = [&](normkit::LanePairing pairing) {
+        nktest::QuantCall c = quant(0, rows);
+        c.pairing = pairing;
+        EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+        EXPECT_EQ(cudaMemset(scales.data(), 0xFF, scales.size()), cudaSuccess);
+        EXPECT_EQ(nktest::launch_quant(c), normkit::Status::kSuccess);
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<unsigned char> out(y.size() + scales.size());
+        EXPECT_EQ(cudaMemcpy(out.data(), y.data(), y.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(out.data() + y.size(), scales.data(), scales.size(), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        return out;
+      };
+      const auto automatic = whole_batch(normkit::LanePairing::kAuto);
+      EXPECT_TRUE(ran.pairs);
+      const auto unpaired = whole_batch(normkit::LanePairing::kOff);
+      EXPECT_FALSE(ran.pairs);
+      EXPECT_TRUE(automatic == unpaired) << nktest::qtype_name(q) << " N=" << n << ": paired and 4-slot batches differ";
     }
   }
 }

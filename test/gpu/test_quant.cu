@@ -58,6 +58,7 @@ struct QuantCase {
   int64_t x_shift = 0;  ///< x starts this many elements into its buffer (misaligned when odd)
   normkit::LanePairing pairing = normkit::LanePairing::kAuto;
   uint64_t seed = 0;  ///< the inputs' seed; 0: a fresh one
+  normkit::LaunchPlan* launched = nullptr;  ///< receives the plan that ran
 };
 
 /// What a launch wrote: y's bytes and the row scales.
@@ -111,6 +112,7 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
   call.eps = 1e-5f;
   call.shape = c.shape;
   call.pairing = c.pairing;
+  call.launched = c.launched;
   ASSERT_EQ(nktest::launch_quant(call), normkit::Status::kSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<unsigned char> gy(M * N);
@@ -302,12 +304,18 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
         ASSERT_EQ(nktest::plan_quant(call, &plan), normkit::Status::kSuccess);
         EXPECT_EQ(plan.pairs, pairs) << nktest::dtype_name(pr.x) << " N=" << n;
         QuantOutputs four, paired, automatic;
+        normkit::LaunchPlan ran;
+        c.launched = &ran;
         c.pairing = normkit::LanePairing::kOff;
         check_quant(c, &four);
+        EXPECT_FALSE(ran.pairs);
         c.pairing = normkit::LanePairing::kOn;
         check_quant(c, &paired);
+        // The paired kernel ran where the plan pairs and x is slot-aligned.
+        EXPECT_EQ(ran.pairs, pairs && shift == 0) << nktest::dtype_name(pr.x) << " N=" << n << " shift " << shift;
         c.pairing = normkit::LanePairing::kAuto;
         check_quant(c, &automatic);
+        EXPECT_FALSE(ran.pairs);  // 19 rows: far below the L2 cache
         EXPECT_TRUE(four.y == paired.y && four.scales == paired.scales)
             << nktest::dtype_name(pr.x) << " " << nktest::qtype_name(pr.q) << " N=" << n << " shift " << shift
             << ": paired and 4-slot outputs differ";

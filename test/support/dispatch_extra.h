@@ -50,6 +50,7 @@ struct QuantCall {
   float eps = 1e-6f;
   normkit::Shape shape = normkit::Shape::kAuto;
   normkit::LanePairing pairing = normkit::LanePairing::kAuto;
+  normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
   cudaStream_t stream = nullptr;
 };
 /// kErrorUnsupportedType for combinations the tests do not instantiate.

@@ -23,6 +23,7 @@ normkit::Status run(const QuantCall& c, normkit::LaunchPlan* plan) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
   opt.pairing = c.pairing;
+  opt.launched = c.launched;
   // The fields both argument structs share; LayerNorm's bias after.
   auto fill = [&](auto& a) {
     fill_shared_args<X, Q, X>(a, c);

@@ -199,7 +199,7 @@ struct RegisterView {
 namespace detail {
 
 /// A RegisterView whose thread stands in for PARTS threads of a team PARTS
-/// times as large (the paired row_per_block form): with the view's K slots
+/// times as large (the paired register forms): with the view's K slots
 /// at RowLoader's layout for `team`, slot k is slot k / PARTS of the larger
 /// team's thread lane + (k % PARTS) * team, its part k % PARTS.
 /// for_each_part_slot(f) walks the slots in order with f(v, valid, part), so

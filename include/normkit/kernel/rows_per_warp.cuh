@@ -47,7 +47,7 @@ struct RegisterRowMaxTap {
 /// exactly (cols = team * VECS * VEC) and every access may move a whole slot
 /// (the launcher checked both): no bounds, no branch on access widths
 /// (docs/performance.md, change 17). first_part: this team writes the row's
-/// mean, rstd and scale. PARTS > 1: the paired row_per_block form, whose
+/// mean, rstd and scale. PARTS > 1: the paired register forms, whose
 /// threads each stand in for PARTS threads of a team PARTS times as large,
 /// slot k belonging to part k % PARTS (InterleavedParts), reduced by a
 /// reducer that combines the parts in the larger team's order.

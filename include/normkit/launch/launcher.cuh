@@ -28,13 +28,17 @@ struct LaunchOptions {
   /// Force a kernel shape (tests, benchmarks, or pinning a shape across
   /// devices); kAuto lets the launcher choose from N, the types and the device.
   Shape shape = Shape::kAuto;
-  /// Whether rows planned at 4 slots per thread in row_per_block run in the
-  /// paired form (half the threads, each with two lanes' slots, reduced in
-  /// the same order: the same bits either way; plan.cuh, pairs_fit). kAuto:
-  /// paired when the batch's x is larger than the L2 cache (x then comes
-  /// from DRAM, where it measured faster; a batch that fits in L2, often
-  /// just written by the previous kernel, ran faster unpaired).
+  /// Whether rows planned at 4 slots per thread (row_per_block, and
+  /// rows_per_warp groups of 16-32 lanes) run in the paired form (half the
+  /// threads or lanes, each with two's slots, reduced in the same order: the
+  /// same bits either way; plan.cuh, pairs_fit). kAuto: paired when the
+  /// batch's x is larger than the L2 cache (x then comes from DRAM, where it
+  /// measured faster; a batch that fits in L2, often just written by the
+  /// previous kernel, ran faster unpaired).
   LanePairing pairing = LanePairing::kAuto;
+  /// If set, receives the plan a successful launch ran: its shape and sizes,
+  /// and `pairs` true only if the paired form ran (for tests and telemetry).
+  LaunchPlan* launched = nullptr;
 };
 
 namespace detail {
@@ -79,13 +83,15 @@ struct Launcher {
   static constexpr bool kPairs =
       kWideSlots && stats_folds_each_part_v<typename Problem::Stats> && Problem::Output::kNeedsRowAbsMax;
 
-  /// Whether a plan that allows pairing (LaunchPlan::pairs) runs paired: by
-  /// the options, and by default when the batch's x is larger than the L2
-  /// cache (LaunchOptions::pairing). Either way the same bits.
+  /// Whether a plan that allows pairing (LaunchPlan::pairs) runs paired: only
+  /// in the WHOLE form (every access slot-aligned; the plan made sure the
+  /// team's slots hold the row), then by the options, and by default when
+  /// the batch's x is larger than the L2 cache (LaunchOptions::pairing).
+  /// Either way the same bits.
   static bool run_paired(const Params& p, const LaunchPlan& plan, const DeviceCaps& caps, const LaunchOptions& opts) {
-    if (!plan.pairs || opts.pairing == LanePairing::kOff) return false;
+    if (!plan.pairs || !p.whole_access || opts.pairing == LanePairing::kOff) return false;
     if (opts.pairing == LanePairing::kOn) return true;
-    const int64_t x_bytes = p.rows * p.cols * static_cast<int64_t>(sizeof(typename Problem::Storage));
+    const int64_t x_bytes = p.rows * p.cols * static_cast<int64_t>(sizeof(typename Problem::X));
     return x_bytes > caps.l2_bytes;
   }
 
@@ -283,6 +289,13 @@ struct Launcher {
     Problem::Output::prepare(p.output);
     p.whole_access = whole_access(p);
     lp.pairs = run_paired(p, lp, caps, opts);
+    s = dispatch(p, lp, device, caps, stream);
+    if (s == Status::kSuccess && opts.launched != nullptr) *opts.launched = lp;
+    return s;
+  }
+
+  static Status dispatch(const Params& p, const LaunchPlan& lp, int device, const DeviceCaps& caps,
+                         cudaStream_t stream) {
     switch (lp.shape) {
       case Shape::kRowsPerWarp:
       case Shape::kRowPerBlock:

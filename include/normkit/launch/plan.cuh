@@ -44,7 +44,7 @@ inline const char* shape_name(Shape s) noexcept {
   return "unknown";
 }
 
-/// Whether rows run in the paired row_per_block form (LaunchOptions::pairing).
+/// Whether rows run in the paired register forms (LaunchOptions::pairing).
 enum class LanePairing : int {
   kAuto = 0,  ///< by batch size: paired when the batch's x is larger than the L2 cache
   kOff,       ///< never paired
@@ -79,9 +79,10 @@ struct LaunchPlan {
   int cluster = 1;         ///< CTAs per row (chunked and cluster-register shapes)
   int64_t chunk = 0;       ///< columns per CTA (chunked and cluster-register shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
-  /// row_per_block at 4 slots may run paired (half the threads, the same
-  /// bits; kernel/row_per_block.cuh): the launcher chooses by batch size
-  /// (LaunchOptions::pairing). A plan, not a record of what ran.
+  /// A register plan at 4 slots may run paired (half the threads or lanes,
+  /// the same bits; kernel/row_per_block.cuh, kernel/rows_per_warp.cuh): the
+  /// launcher chooses by batch size (LaunchOptions::pairing). In a plan, what
+  /// may run; in LaunchOptions::launched, what ran.
   bool pairs = false;
 };
 

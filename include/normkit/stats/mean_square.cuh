@@ -12,7 +12,7 @@ NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
 struct MeanSquare {
-  /// Folds through fold_slots: the paired row_per_block form may run it.
+  /// Folds through fold_slots: the paired register forms may run it.
   static constexpr bool kFoldsEachPart = true;
 
   template <class View, class Reducer>

@@ -32,12 +32,16 @@
 // for_each_slot of its own, reduce what it returns, and declare
 //   static constexpr bool kFoldsEachPart = true;
 // A view may then hold the slots of several lanes of a larger team (its
-// kParts, the paired row_per_block form: kernel/row_per_block.cuh):
+// kParts, the paired register forms: kernel/row_per_block.cuh,
+// kernel/rows_per_warp.cuh):
 // fold_slots folds each lane's slots on their own and returns them as
 // Parts<T, kParts>, which that form's reducer combines in the larger team's
 // order, so both forms give the same bits. With any other view fold_slots
 // is a plain fold returning T. Policies without kFoldsEachPart never see such
-// a view. map_parts(t, f) applies f to each part (to T itself otherwise).
+// a view. map_parts(t, f) applies f to each part (to T itself otherwise). A
+// policy derived from MeanSquare or TwoPass inherits kFoldsEachPart: one that
+// folds on its own must set it false (its paired instantiation would not
+// compile: the paired reducers reduce sums only as Parts).
 #pragma once
 
 #include <cstdint>
@@ -135,7 +139,7 @@ template <class View>
 inline constexpr int view_parts_v = detail::ViewParts<View>::value;
 
 /// Whether a statistics policy folds through fold_slots (kFoldsEachPart), so
-/// that the paired row_per_block form may run it.
+/// that the paired register forms may run it.
 template <class Stats>
 inline constexpr bool stats_folds_each_part_v = detail::FoldsEachPart<Stats>::value;
 

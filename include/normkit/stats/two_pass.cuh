@@ -49,7 +49,7 @@ struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T
 struct TwoPass {
   /// A row in registers reduced within its CTA takes two walks, two reductions.
   static constexpr int kRowReductions = 2;
-  /// Folds through fold_slots: the paired row_per_block form may run it.
+  /// Folds through fold_slots: the paired register forms may run it.
   static constexpr bool kFoldsEachPart = true;
 
   /// Whether a view and reducer take the one-walk form (see above).
