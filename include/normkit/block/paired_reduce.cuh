@@ -6,9 +6,9 @@
 // PairedBlockAllReduce, for a CTA, matches BlockAllReduce<kWarpShuffle>:
 // Thread t holds the values of the larger CTA's threads t and t + blockDim.x
 // as Parts<T, 2>: lane l of warp u holds lane l of the larger CTA's warps u
-// and u + warps. Each part goes through that warp's butterfly (both parts in
-// the same shuffles), lane 0 writes the two warp partials where the larger
-// CTA's warps would, and the last stage is BlockAllReduce's own.
+// and u + warps. Each part goes through that warp's butterfly in turn, lane
+// 0 writes the two warp partials where the larger CTA's warps would, and the
+// last stage is BlockAllReduce's own.
 #pragma once
 
 #include "../config.cuh"
@@ -17,21 +17,6 @@
 #include "warp_reduce.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
-
-namespace detail {
-/// op applied part by part.
-template <class Op>
-struct PartwiseOp {
-  Op op;
-  template <class T, int P>
-  NORMKIT_DEVICE Parts<T, P> operator()(const Parts<T, P>& a, const Parts<T, P>& b) const {
-    Parts<T, P> r;
-#pragma unroll
-    for (int i = 0; i < P; ++i) r.part[i] = op(a.part[i], b.part[i]);
-    return r;
-  }
-};
-}  // namespace detail
 
 /// All-reduce over a CTA of blockDim.x threads (a multiple of 32, at most
 /// MAX_THREADS / 2), each holding two threads' values of a CTA of 2 *

@@ -177,6 +177,31 @@ NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, 
   }
 }
 
+/// A view's tap (StagedView, InterleavedParts) for kFusedRowMax: folds max
+/// |epilogue(x)| of each slot walked into *m, for slot s of `lane` in a team
+/// of `team`, columns from col_base. WHOLE: every slot walked is whole and
+/// every access slot-aligned; otherwise a slot the walk marks whole
+/// (std::true_type) takes the whole form where the row's accesses allow
+/// (Params::whole_access).
+template <class Problem, bool WHOLE>
+struct RowMaxTap {
+  const typename Problem::Params& p;
+  int64_t row;
+  int64_t col_base;
+  int lane;
+  int team;
+  float* m;
+  template <int VEC, class Whole>
+  NORMKIT_DEVICE void operator()(const float (&x)[VEC], int valid, int s, Whole) const {
+    const int64_t col = col_base + RowLoader<typename Problem::Storage, VEC>::column(s, lane, team);
+    if (WHOLE || (Whole::value && p.whole_access)) {
+      *m = fold_slot_absmax<Problem, true>(*m, p, row, col, VEC, RowStats::unit(), x);
+    } else {
+      *m = fold_slot_absmax<Problem>(*m, p, row, col, valid, RowStats::unit(), x);
+    }
+  }
+};
+
 /// row_stats_and_absmax for a chunk staged in shared memory (row_chunked).
 /// Where kFusedRowMax holds, max |epilogue(x)| is folded into the statistics'
 /// own walk through the view's tap instead of a walk of its own before it:
@@ -189,16 +214,9 @@ NORMKIT_DEVICE RowStats staged_row_stats_and_absmax(const typename Problem::Para
                                                     LocalAbsMax&& local_absmax, float* amax) {
   if constexpr (kFusedRowMax<Problem, StagedView<S, VEC>, Reducer>) {
     float m = 0.f;
-    auto tap = [&](const float (&x)[VEC], int valid, int s, auto whole) {
-      const int64_t col = col_base + RowLoader<S, VEC>::column(s, view.lane, view.team);
-      if (decltype(whole)::value && p.whole_access) {
-        m = fold_slot_absmax<Problem, true>(m, p, row, col, VEC, RowStats::unit(), x);
-      } else {
-        m = fold_slot_absmax<Problem>(m, p, row, col, valid, RowStats::unit(), x);
-      }
-    };
-    const StagedView<S, VEC, decltype(tap)> tapped{view.chunk, view.n, view.slots, view.lane,
-                                                   view.team, view.shift, tap};
+    using Tap = RowMaxTap<Problem, false>;
+    const StagedView<S, VEC, Tap> tapped{view.chunk, view.n,     view.slots, view.lane,
+                                         view.team,  view.shift, Tap{p, row, col_base, view.lane, view.team, &m}};
     // The tap folds into m as the walk goes; compute_with_max reads it after.
     return stats_with_row_max<Problem>(p, tapped, reducer, m, amax);
   } else {

@@ -215,6 +215,8 @@ struct InterleavedParts {
   Slots slots;
   Tap tap;
 
+  /// Also calls tap(v, valid, k, whole) on each slot first (as StagedView
+  /// does), every slot marked whole: the paired forms run WHOLE only.
   template <class F>
   NORMKIT_DEVICE void for_each_part_slot(F&& f) const {
     slots.for_each_indexed_slot([&](const float (&v)[kVec], int valid, int k) {
@@ -225,10 +227,7 @@ struct InterleavedParts {
 
   template <class F>
   NORMKIT_DEVICE void for_each_slot(F&& f) const {
-    slots.for_each_indexed_slot([&](const float (&v)[kVec], int valid, int k) {
-      tap(v, valid, k, std::true_type{});
-      f(v, valid);
-    });
+    for_each_part_slot([&](const float (&v)[kVec], int valid, int) { f(v, valid); });
   }
 };
 

@@ -21,24 +21,6 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
-/// An InterleavedParts tap: folds max |epilogue(x)| of each slot walked
-/// into *m (slot k of `lane` in a team of `team`), for kFusedRowMax.
-template <class Problem, bool WHOLE>
-struct RegisterRowMaxTap {
-  const typename Problem::Params& p;
-  int64_t row;
-  int64_t col_base;
-  int lane;
-  int team;
-  float* m;
-  template <int VEC, class Whole>
-  NORMKIT_DEVICE void operator()(const float (&x)[VEC], int valid, int k, Whole) const {
-    using S = typename Problem::Storage;
-    *m = fold_slot_absmax<Problem, WHOLE>(*m, p, row, col_base + RowLoader<S, VEC>::column(k, lane, team), valid,
-                                          RowStats::unit(), x);
-  }
-};
-
 /// A row, or the part of it in columns [col_base, col_base + cols), held in
 /// registers by a team of threads: load, statistics (over the whole row: the
 /// reducer combines the parts), output. Every thread of the team calls it,
@@ -79,7 +61,7 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
     // separate walk compiled to 64 registers and 116 bytes of spills and ran
     // at 67% of the copy; folded, 64 registers, no spill (change 41).
     float m = 0.f;
-    using Tap = RegisterRowMaxTap<Problem, WHOLE>;
+    using Tap = RowMaxTap<Problem, WHOLE>;
     const InterleavedParts<Slots, PARTS, Tap> tapped{view.slots, Tap{p, r, col_base, lane, team, &m}};
     st = stats_with_row_max<Problem>(p, tapped, reducer, m, &amax);
   } else {

@@ -78,10 +78,12 @@ struct Launcher {
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
-  /// Whether the plan may pair this problem's lanes (pairs_fit; only then is
-  /// the paired kernel instantiated).
+  /// Whether the plan may pair this problem's lanes (may_pair; only then are
+  /// the paired kernels instantiated).
   static constexpr bool kPairs =
-      kWideSlots && stats_folds_each_part_v<typename Problem::Stats> && Problem::Output::kNeedsRowAbsMax;
+      may_pair(Problem::Output::kNeedsRowAbsMax, stats_folds_each_part_v<typename Problem::Stats>,
+               stats::row_reductions_v<typename Problem::Stats>, static_cast<int>(sizeof(typename Problem::Storage)),
+               VEC);
 
   /// Whether a plan that allows pairing (LaunchPlan::pairs) runs paired: only
   /// in the WHOLE form (every access slot-aligned; the plan made sure the
@@ -185,14 +187,13 @@ struct Launcher {
     if constexpr (VECS == 3) {
       return Status::kErrorUnsupportedShape;  // planned for rows_per_warp only: no such row_per_block kernel
     } else {
+      const int64_t grid = p.rows < kMaxGrid ? p.rows : kMaxGrid;  // one CTA per row
       if constexpr (VECS == 4 && WHOLE && kPairs) {
         if (plan.pairs) {  // the same bits in half the threads
-          const auto kernel = &kernel::row_per_block_paired<Problem>;
-          return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads / 2, 0, 1, stream, p);
+          return launch_kernel(&kernel::row_per_block_paired<Problem>, grid, plan.threads / 2, 0, 1, stream, p);
         }
       }
-      const auto kernel = &kernel::row_per_block<Problem, VECS, WHOLE>;
-      return launch_kernel(kernel, p.rows < kMaxGrid ? p.rows : kMaxGrid, plan.threads, 0, 1, stream, p);
+      return launch_kernel(&kernel::row_per_block<Problem, VECS, WHOLE>, grid, plan.threads, 0, 1, stream, p);
     }
   }
 

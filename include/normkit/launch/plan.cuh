@@ -198,6 +198,14 @@ inline int preferred_vecs(const RowFormat& f) {
   return (two ? PlanTuning::kShortRowRegisterBytes : PlanTuning::kMaxRegisterBytes) / 16;
 }
 
+/// Whether a problem's types let its rows pair at all (pairs_fit's part that
+/// does not depend on N; the launcher instantiates paired kernels only where
+/// it holds): an output that needs the row on chip, statistics that fold by
+/// part, and 8 slots a thread allowed.
+constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reductions, int storage_bytes, int vec) {
+  return needs_on_chip && folds_each_part && allows_wide_slots(row_reductions, storage_bytes, vec);
+}
+
 /// Whether a register plan may run paired (see LaunchPlan::pairs): an output
 /// that needs the row on chip (per-row quantization), 4 slots per thread
 /// that hold the row exactly, only where 8 slots per thread are allowed
@@ -215,8 +223,7 @@ inline int preferred_vecs(const RowFormat& f) {
 /// 95.4% -> 96.0% and 96.7%; smaller groups lost (N = 256, 4 lanes paired:
 /// fp8 96.2% -> 93.4%; N = 128, 2 lanes: 95% -> 58%).
 inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
-  if (!f.needs_on_chip || !f.folds_each_part || p.vecs != 4 ||
-      !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
+  if (!may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec) || p.vecs != 4) {
     return false;
   }
   if (p.shape == Shape::kRowsPerWarp) {
