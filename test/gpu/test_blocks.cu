@@ -564,4 +564,61 @@ TEST(Epilogues, AffineScaleOptionalParamsAndWeightOffset) {
   }
 }
 
+// ------------------------------------------------------------- int8 packing
+__global__ void int8_words_kernel(const float* in, const float* factors, int words, uint32_t* exact, uint32_t* saturating) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= words) return;
+  const float f = factors[i];
+  const float* v = in + 4 * i;
+  exact[i] = normkit::detail::int8x4_word_scaled_in_range(f, v[0], v[1], v[2], v[3]);
+  saturating[i] = normkit::detail::int8x4_word(v[0] * f, v[1] * f, v[2] * f, v[3] * f);
+}
+
+// The per-row int8 path rounds a * factor once (an fma with 1.5 * 2^23): the
+// result must be the float64 product rounded to nearest even, ties included,
+// and agree with the saturating conversion of the fp32 product wherever that
+// product's own rounding cannot move it across a half.
+TEST(Int8Words, ScaledInRangeRoundsTheExactProductToNearestEven) {
+  NK_REQUIRE_GPU();
+  nktest::Rng rng(nktest::fresh_seed());
+  constexpr int kWords = 4096;
+  std::vector<float> in(4 * kWords), factors(kWords);
+  for (int w = 0; w < kWords; ++w) {
+    if (w < 256) {  // exact ties: k + 0.5 (factor 1) and odd k times 0.5
+      factors[w] = w % 2 ? 1.0f : 0.5f;
+      for (int k = 0; k < 4; ++k) {
+        const int n = static_cast<int>(rng.next() % 254) - 127;  // [-127, 126]
+        in[4 * w + k] = w % 2 ? static_cast<float>(n) + 0.5f : static_cast<float>(2 * n + 1);
+      }
+    } else {  // |a * factor| <= 127, as a row's max|y| scaled to 127 gives
+      factors[w] = 127.f / (0.01f + static_cast<float>(rng.uniform()) * 1000.f);
+      for (int k = 0; k < 4; ++k) in[4 * w + k] = static_cast<float>((2 * rng.uniform() - 1) * 126.99 / factors[w]);
+    }
+  }
+  DeviceBuffer din(in.size() * 4), dfac(factors.size() * 4), dexact(kWords * 4), dsat(kWords * 4);
+  ASSERT_EQ(cudaMemcpy(din.data(), in.data(), in.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dfac.data(), factors.data(), factors.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  int8_words_kernel<<<kWords / 256, 256>>>(reinterpret_cast<const float*>(din.data()), reinterpret_cast<const float*>(dfac.data()),
+                                          kWords, reinterpret_cast<uint32_t*>(dexact.data()), reinterpret_cast<uint32_t*>(dsat.data()));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<uint32_t> exact(kWords), sat(kWords);
+  ASSERT_EQ(cudaMemcpy(exact.data(), dexact.data(), kWords * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(sat.data(), dsat.data(), kWords * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  int ties = 0, bad = 0;
+  for (int w = 0; w < kWords; ++w) {
+    for (int k = 0; k < 4; ++k) {
+      const double product = static_cast<double>(in[4 * w + k]) * factors[w];  // exact: 24 x 24 bits
+      const double want = std::nearbyint(product);  // the host's default mode: nearest even
+      const auto got = static_cast<int8_t>((exact[w] >> (8 * k)) & 0xff);
+      if (got != want && bad++ < 5) ADD_FAILURE() << "word " << w << " byte " << k << ": " << int(got) << " want " << want;
+      ties += std::fabs(product - std::trunc(product)) == 0.5;
+      const float fp32_product = in[4 * w + k] * factors[w];
+      if (std::fabs(std::fabs(fp32_product - std::trunc(fp32_product)) - 0.5) > 1e-4)
+        EXPECT_EQ(static_cast<int8_t>((sat[w] >> (8 * k)) & 0xff), got) << "word " << w << " byte " << k;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_GE(ties, 4 * 256);  // the tie words really hold ties
+}
+
 }  // namespace

@@ -196,17 +196,18 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
 
 // The launcher runs per-row-quantized rows it may pair (plan.cuh, pairs_fit)
 // in the paired register forms when the batch's x is larger than the L2
-// cache, and at 4 slots per thread otherwise (launch/launcher.cuh,
-// run_paired): a row must keep its bits across that line. Rows of bf16
-// N = 1024 (rows_per_warp) and 8192 (row_per_block), RMSNorm to fp8 and int8
-// with per-row scales: alone, and in a batch past the L2 size; and the whole
-// batch with pairing off, every row.
+// cache, and unpaired otherwise (launch/launcher.cuh, run_paired): a row
+// must keep its bits across that line. Rows of bf16 N = 256, 768 and 1024
+// (rows_per_warp: groups of 8 lanes at 4 slots, 32 at 3, 32 at 4) and 8192
+// (row_per_block), RMSNorm to fp8 and int8 with per-row scales: alone, and
+// in a batch past the L2 size; and the whole batch with pairing off, every
+// row.
 TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
   NK_REQUIRE_GPU();
   int device = 0, l2 = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), cudaSuccess);
-  for (int64_t n : {1024, 8192}) {
+  for (int64_t n : {256, 768, 1024, 8192}) {
     const int64_t row_bytes = n * 2;
     const int64_t rows = l2 / row_bytes + 37;  // x just past the L2 cache
     DeviceBuffer x(rows * row_bytes), w(row_bytes), y(rows * n), scales(rows * 4);

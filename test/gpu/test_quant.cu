@@ -256,9 +256,10 @@ TEST(Quant, WideAndClusterRegisterRows) {
 // float64 reference and bitwise against the 4-slot forms, for every
 // per-row-quantized problem the plan lets pair (RMSNorm 16-bit and fp32,
 // LayerNorm fp32) and some it does not (16-bit LayerNorm; N = 5120, an odd
-// number of warps; 4099, not whole; 768, 3-slot lanes; 256, groups of 8;
-// misaligned x, which runs the checked 4-slot forms): pairing on, off and
-// automatic must give the same bits.
+// number of warps; 4099, not whole; 16-bit 128 and fp32 128, groups
+// spanning 32 columns; misaligned x, which runs the checked 4-slot forms).
+// Lanes of 3 slots (N = 192, 384, 768) pair as lanes of 4 do. Pairing on,
+// off and automatic must give the same bits.
 TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
   NK_REQUIRE_GPU();
   struct Problem {
@@ -267,16 +268,19 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
     QType q;
     std::vector<std::pair<int64_t, bool>> lengths;  ///< N, and whether the plan pairs it
   };
+  // 192, 384 and 768: 3-slot lanes (groups of 8, 16 and 32); 128: groups of 4, not paired.
   const std::vector<std::pair<int64_t, bool>> sixteen_bit = {
-      {256, false},  {512, true},   {768, false},  {1024, true},  {2048, true},  {4096, true},
-      {4099, false}, {5120, false}, {8192, true},  {12288, true}, {16384, true}};
+      {128, false},  {192, true},   {256, true},   {384, true},  {512, true},   {768, true},   {1024, true},
+      {2048, true},  {4096, true},  {4099, false}, {5120, false}, {8192, true}, {12288, true}, {16384, true}};
   const Problem problems[] = {
       {Op::kRmsNorm, DType::kBF16, QType::kE4M3, sixteen_bit},
       {Op::kRmsNorm, DType::kBF16, QType::kE5M2, {{1024, true}, {2048, true}, {8192, true}}},
-      {Op::kRmsNorm, DType::kBF16, QType::kInt8, {{512, true}, {1024, true}, {2048, true}, {8192, true}, {16384, true}}},
+      {Op::kRmsNorm, DType::kBF16, QType::kInt8,
+       {{256, true}, {384, true}, {512, true}, {768, true}, {1024, true}, {2048, true}, {8192, true}, {16384, true}}},
       {Op::kRmsNorm, DType::kF16, QType::kE4M3, {{1024, true}, {4096, true}, {12288, true}}},
       {Op::kLayerNorm, DType::kBF16, QType::kE4M3, {{1024, false}, {8192, false}}},
-      {Op::kRmsNorm, DType::kF32, QType::kE4M3, {{256, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}},
+      {Op::kRmsNorm, DType::kF32, QType::kE4M3,
+       {{256, true}, {384, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}},
       {Op::kLayerNorm, DType::kF32, QType::kE4M3,
        {{128, false}, {512, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}}};
   for (const Problem& pr : problems) {

@@ -319,19 +319,24 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_TRUE(plan_of(folding(quant_row(f32_row(n))), h200()).pairs) << n;
     EXPECT_TRUE(plan_of(folding(two_pass_row(quant_row(f32_row(n)))), h200()).pairs) << n;
   }
-  // rows_per_warp: groups of 16 and 32 lanes at 4 slots that hold the row exactly.
-  for (const RowFormat& f : {bf16_row(512), bf16_row(1024), f32_row(256), f32_row(512)}) {
+  // rows_per_warp: groups spanning at least 64 columns (bf16: 8-32 lanes;
+  // fp32: 16-32) at 4 slots, or 3 (16-bit N = 192, 384, 768), that hold the
+  // row exactly.
+  for (const RowFormat& f : {bf16_row(256), bf16_row(512), bf16_row(1024), f32_row(256), f32_row(512),
+                             bf16_row(192), bf16_row(384), bf16_row(768), f32_row(384)}) {
     const LaunchPlan p = plan_of(folding(quant_row(f)), h200());
     EXPECT_EQ(p.shape, Shape::kRowsPerWarp) << f.cols;
-    EXPECT_GE(p.group, 16) << f.cols;
+    EXPECT_GE(p.group * f.vec, 64) << f.cols;
+    EXPECT_EQ(p.vecs, f.cols % 192 == 0 ? 3 : 4) << f.cols;
     EXPECT_TRUE(p.pairs) << f.cols;
     EXPECT_FALSE(plan_of(folding(f), h200()).pairs) << f.cols;
   }
-  // Not: groups of 4 and 8 lanes (N = 128, 256), 3-slot lanes (768), rows
-  // the team does not hold exactly, row_per_block rows below 4 KiB (64
-  // threads would be one warp of 8 slots), an odd number of warps (N =
-  // 5120: 160 threads), 8-slot rows, rows on other shapes.
-  for (int64_t n : {128, 256, 768, 1000, 1536, 5120, 4099, 8200, 24576, 32768, 65536}) {
+  // Not: groups spanning fewer columns (bf16 N = 128: 4 lanes; 96: 4 x 3;
+  // fp32 N = 128: 8 lanes), rows the team does not hold exactly,
+  // row_per_block rows below 4 KiB (64 threads would be one warp of 8
+  // slots), an odd number of warps (N = 5120: 160 threads), 8-slot rows,
+  // rows on other shapes.
+  for (int64_t n : {96, 128, 1000, 1536, 5120, 4099, 8200, 24576, 32768, 65536}) {
     EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).pairs) << n;
   }
   EXPECT_FALSE(plan_of(folding(quant_row(f32_row(128))), h200()).pairs);

@@ -114,21 +114,24 @@ __global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
   detail::normalize_rows_in_groups<Problem, VECS, WHOLE, 1>(p, group, reducer);
 }
 
-/// The paired form of rows_per_warp at 4 slots a lane: groups of group / 2
-/// lanes, 8 slots each, lane j holding the slots of lanes j and j + group / 2
-/// of the 4-slot group (the 8-slot layout interleaves them), reduced by
-/// PairedGroupReducer: the same bits as rows_per_warp<Problem, 4, true> with
-/// `group` lanes a row, with twice the rows per warp (the launcher runs it
-/// where x comes from DRAM: large batches; docs/performance.md, change 42).
-/// WHOLE only.
-template <class Problem>
-__global__ void __launch_bounds__(kRowsPerWarpThreads, 4)
+/// The paired form of rows_per_warp at VECS slots a lane (4, or 3 where they
+/// hold the row exactly): groups of group / 2 lanes, 2 * VECS slots each,
+/// lane j holding the slots of lanes j and j + group / 2 of the VECS-slot
+/// group (the 2 * VECS-slot layout interleaves them), reduced by
+/// PairedGroupReducer: the same bits as rows_per_warp<Problem, VECS, true>
+/// with `group` lanes a row, with twice the rows per warp (the launcher runs
+/// it where x comes from DRAM: large batches; docs/performance.md, changes
+/// 42 and 46). WHOLE only. Lanes of 8 slots get 80 registers (3 CTAs per
+/// SM): at 64 they spilled 24 bytes and measured 4-5 points lower.
+template <class Problem, int VECS>
+__global__ void __launch_bounds__(kRowsPerWarpThreads, VECS == 4 ? 3 : 4)
     rows_per_warp_paired(const __grid_constant__ typename Problem::Params p, int group) {
   static_assert(stats_folds_each_part_v<typename Problem::Stats>,
                 "normkit: the paired rows_per_warp form needs statistics that fold through fold_slots "
-                "(kFoldsEachPart); the launcher runs such problems at 4 slots");
+                "(kFoldsEachPart); the launcher runs such problems unpaired");
+  static_assert(VECS == 3 || VECS == 4, "normkit: rows_per_warp pairs lanes of 3 or 4 slots");
   PairedGroupReducer reducer{group / 2};
-  detail::normalize_rows_in_groups<Problem, 8, true, 2>(p, group / 2, reducer);
+  detail::normalize_rows_in_groups<Problem, 2 * VECS, true, 2>(p, group / 2, reducer);
 }
 
 }  // namespace kernel

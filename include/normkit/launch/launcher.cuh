@@ -28,8 +28,9 @@ struct LaunchOptions {
   /// Force a kernel shape (tests, benchmarks, or pinning a shape across
   /// devices); kAuto lets the launcher choose from N, the types and the device.
   Shape shape = Shape::kAuto;
-  /// Whether rows planned at 4 slots per thread (row_per_block, and
-  /// rows_per_warp groups of 16-32 lanes) run in the paired form (half the
+  /// Whether per-row-quantized rows planned at 4 slots per thread
+  /// (row_per_block; rows_per_warp, also at 3, in groups spanning at least
+  /// 64 columns) run in the paired form (half the
   /// threads or lanes, each with two's slots, reduced in the same order: the
   /// same bits either way; plan.cuh, pairs_fit). kAuto: paired when the
   /// batch's x is larger than the L2 cache (x then comes from DRAM, where it
@@ -150,10 +151,10 @@ struct Launcher {
   template <int VECS, bool WHOLE>
   static Status run_rows_per_warp(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                   cudaStream_t stream) {
-    if constexpr (VECS == 4 && WHOLE && kPairs) {
+    if constexpr ((VECS == 3 || VECS == 4) && WHOLE && kPairs) {
       // The same bits with lanes paired: group / 2 lanes a row.
-      if (plan.pairs) return launch_rows_per_warp(&kernel::rows_per_warp_paired<Problem>, p, plan, plan.group / 2,
-                                                  device, caps, stream);
+      if (plan.pairs) return launch_rows_per_warp(&kernel::rows_per_warp_paired<Problem, VECS>, p, plan,
+                                                  plan.group / 2, device, caps, stream);
     }
     return launch_rows_per_warp(&kernel::rows_per_warp<Problem, VECS, WHOLE>, p, plan, plan.group, device, caps,
                                 stream);

@@ -101,7 +101,10 @@ struct PlanTuning {
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
   static constexpr int64_t kPairedMinRowBytes = 4096;      ///< row_per_block rows from this size may run paired
-  static constexpr int kPairedMinGroup = 16;                ///< rows_per_warp groups from this size may run paired
+  /// rows_per_warp groups whose slots span this many columns (group * vec)
+  /// may run paired: half the lanes then store a 1-byte output in whole
+  /// 32-byte sectors (bf16 N = 128, 2 lanes paired: 95% -> 58% of the copy).
+  static constexpr int kPairedMinGroupColumns = 64;
 };
 
 namespace detail {
@@ -208,28 +211,28 @@ constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reduct
 
 /// Whether a register plan may run paired (see LaunchPlan::pairs): an output
 /// that needs the row on chip (per-row quantization), 4 slots per thread
-/// that hold the row exactly, only where 8 slots per thread are allowed
-/// (allows_wide_slots: registers) and the statistics fold by part; in
-/// row_per_block, an even number of whole warps and x rows of 4 KiB and
-/// more; in rows_per_warp, groups of 16 and 32 lanes (8 and 16 paired). A pure
-/// function of N and the types, as the plan: the launcher then takes the
-/// paired form for batches whose x is larger than the L2 cache, and 4 slots
-/// otherwise. Measured (docs/performance.md, change 41), x in DRAM: RMSNorm
-/// to fp8 with per-row scales, bf16 N = 2048-16384, 89-97% -> 99-100.5% of
-/// the copy, int8 84-93.5% -> 96.5-99.5%; paired plain and fused-add rows
-/// (16-bit and fp32, N = 8192-16384) gained nothing (within a point, some
-/// 1-3 lower), so only per-row-quantized rows pair. rows_per_warp (change
-/// 42): bf16 N = 512 and 1024, int8 90.7% -> 94.4% and 90.6% -> 96.2%, fp8
-/// 95.4% -> 96.0% and 96.7%; smaller groups lost (N = 256, 4 lanes paired:
-/// fp8 96.2% -> 93.4%; N = 128, 2 lanes: 95% -> 58%).
+/// (3 in rows_per_warp) that hold the row exactly, only where 8 slots per
+/// thread are allowed (allows_wide_slots: registers) and the statistics fold
+/// by part; in row_per_block, an even number of whole warps and x rows of 4
+/// KiB and more; in rows_per_warp, groups spanning at least 64 columns
+/// (kPairedMinGroupColumns: bf16 groups of 8-32 lanes, fp32 of 16-32). A
+/// pure function of N and the types, as the plan: the launcher then takes
+/// the paired form for batches whose x is larger than the L2 cache, and the
+/// unpaired one otherwise. Measured (docs/performance.md), x in DRAM:
+/// RMSNorm to fp8 with per-row scales, bf16 N = 2048-16384, 89-97% ->
+/// 99-100.5% of the copy, int8 84-93.5% -> 96.5-99.5% (change 41); paired
+/// plain and fused-add rows (16-bit and fp32, N = 8192-16384) gained nothing
+/// (within a point, some 1-3 lower), so only per-row-quantized rows pair.
+/// rows_per_warp (changes 42 and 46, with 8-slot lanes at 80 registers):
+/// bf16 N = 256-1024, fp8 95-97% -> 99.7-102%, int8 92-97% -> 98.6-101.8%;
+/// N = 128 (2 lanes paired) 95% -> 58%.
 inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
-  if (!may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec) || p.vecs != 4) {
-    return false;
-  }
+  if (!may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) return false;
   if (p.shape == Shape::kRowsPerWarp) {
-    return p.group >= PlanTuning::kPairedMinGroup && f.cols == int64_t{p.group} * 4 * f.vec;
+    return (p.vecs == 3 || p.vecs == 4) && int64_t{p.group} * f.vec >= PlanTuning::kPairedMinGroupColumns &&
+           f.cols == int64_t{p.group} * p.vecs * f.vec;
   }
-  return p.shape == Shape::kRowPerBlock && p.threads % 64 == 0 && f.cols == int64_t{p.threads} * 4 * f.vec &&
+  return p.shape == Shape::kRowPerBlock && p.vecs == 4 && p.threads % 64 == 0 && f.cols == int64_t{p.threads} * 4 * f.vec &&
          x_row_bytes(f) >= PlanTuning::kPairedMinRowBytes;
 }
 
