@@ -111,12 +111,13 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // and streaming shapes' output walk) and from x one element off alignment
 // (the checked forms): y must be bitwise equal, for each op. N = 384 and 768
 // cover the 3-slot rows_per_warp kernel, whose rows run the checked 4-slot
-// kernel when misaligned.
+// kernel when misaligned; N = 5120 the 5-slot row_per_block kernel of the
+// per-row-quantized output, whose rows run the checked 8-slot kernel.
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
-  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 8192, 40000, 300000}) {
+  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 40000, 300000}) {
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
     DeviceBuffer x_ref(bytes), r_ref(bytes);

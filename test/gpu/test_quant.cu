@@ -253,14 +253,14 @@ TEST(Quant, WideAndClusterRegisterRows) {
 
 // The paired register forms (half the threads or lanes, two lanes' slots
 // each: kernel/row_per_block.cuh, kernel/rows_per_warp.cuh) against the
-// float64 reference and bitwise against the 4-slot forms, for every
+// float64 reference and bitwise against the unpaired forms, for every
 // per-row-quantized problem the plan lets pair (RMSNorm 16-bit and fp32,
-// LayerNorm fp32) and some it does not (16-bit LayerNorm; N = 5120, an odd
-// number of warps; 4099, not whole; 16-bit 128 and fp32 128, groups
-// spanning 32 columns; misaligned x, which runs the checked 4-slot forms).
-// Lanes of 3 slots (N = 192, 384, 768) pair as lanes of 4 do. Pairing on,
-// off and automatic must give the same bits.
-TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
+// LayerNorm fp32) and some it does not (16-bit LayerNorm; 4099, not whole;
+// 16-bit 128 and fp32 128, groups spanning 32 columns; misaligned x, which
+// runs the checked forms). Lanes of 3 slots (N = 192, 384, 768) and threads
+// of 5 (16-bit N = 2560, 5120; fp32 2560) pair as those of 4 do. Pairing
+// on, off and automatic must give the same bits.
+TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
   NK_REQUIRE_GPU();
   struct Problem {
     Op op;
@@ -271,18 +271,20 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
   // 192, 384 and 768: 3-slot lanes (groups of 8, 16 and 32); 128: groups of 4, not paired.
   const std::vector<std::pair<int64_t, bool>> sixteen_bit = {
       {128, false},  {192, true},   {256, true},   {384, true},  {512, true},   {768, true},   {1024, true},
-      {2048, true},  {4096, true},  {4099, false}, {5120, false}, {8192, true}, {12288, true}, {16384, true}};
+      {2048, true},  {2560, true},  {4096, true},  {4099, false}, {5120, true}, {8192, true}, {12288, true},
+      {16384, true}};
   const Problem problems[] = {
       {Op::kRmsNorm, DType::kBF16, QType::kE4M3, sixteen_bit},
       {Op::kRmsNorm, DType::kBF16, QType::kE5M2, {{1024, true}, {2048, true}, {8192, true}}},
       {Op::kRmsNorm, DType::kBF16, QType::kInt8,
-       {{256, true}, {384, true}, {512, true}, {768, true}, {1024, true}, {2048, true}, {8192, true}, {16384, true}}},
+       {{256, true}, {384, true}, {512, true}, {768, true}, {1024, true}, {2048, true}, {5120, true}, {8192, true},
+        {16384, true}}},
       {Op::kRmsNorm, DType::kF16, QType::kE4M3, {{1024, true}, {4096, true}, {12288, true}}},
       {Op::kLayerNorm, DType::kBF16, QType::kE4M3, {{1024, false}, {8192, false}}},
       {Op::kRmsNorm, DType::kF32, QType::kE4M3,
-       {{256, true}, {384, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}},
+       {{256, true}, {384, true}, {1024, true}, {2048, true}, {2560, true}, {4096, true}, {8192, true}}},
       {Op::kLayerNorm, DType::kF32, QType::kE4M3,
-       {{128, false}, {512, true}, {1024, true}, {2048, true}, {4096, true}, {8192, true}}}};
+       {{128, false}, {512, true}, {1024, true}, {2048, true}, {2560, true}, {4096, true}, {8192, true}}}};
   for (const Problem& pr : problems) {
     for (const auto& [n, pairs] : pr.lengths) {
       for (int64_t shift : {0, 1}) {
@@ -297,7 +299,7 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
         c.seed = nktest::fresh_seed();
         // Whether the plan (a function of N and the types) pairs the row is
         // checked, so that a plan that never paired would fail here rather
-        // than compare the 4-slot form with itself.
+        // than compare the unpaired form with itself.
         nktest::QuantCall call;
         call.op = pr.op;
         call.x_type = pr.x;
@@ -307,11 +309,11 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
         normkit::LaunchPlan plan;
         ASSERT_EQ(nktest::plan_quant(call, &plan), normkit::Status::kSuccess);
         EXPECT_EQ(plan.pairs, pairs) << nktest::dtype_name(pr.x) << " N=" << n;
-        QuantOutputs four, paired, automatic;
+        QuantOutputs unpaired, paired, automatic;
         normkit::LaunchPlan ran;
         c.launched = &ran;
         c.pairing = normkit::LanePairing::kOff;
-        check_quant(c, &four);
+        check_quant(c, &unpaired);
         EXPECT_FALSE(ran.pairs);
         c.pairing = normkit::LanePairing::kOn;
         check_quant(c, &paired);
@@ -320,10 +322,10 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsFourSlots) {
         c.pairing = normkit::LanePairing::kAuto;
         check_quant(c, &automatic);
         EXPECT_FALSE(ran.pairs);  // 19 rows: far below the L2 cache
-        EXPECT_TRUE(four.y == paired.y && four.scales == paired.scales)
+        EXPECT_TRUE(unpaired.y == paired.y && unpaired.scales == paired.scales)
             << nktest::dtype_name(pr.x) << " " << nktest::qtype_name(pr.q) << " N=" << n << " shift " << shift
-            << ": paired and 4-slot outputs differ";
-        EXPECT_TRUE(four.y == automatic.y && four.scales == automatic.scales)
+            << ": paired and unpaired outputs differ";
+        EXPECT_TRUE(unpaired.y == automatic.y && unpaired.scales == automatic.scales)
             << nktest::dtype_name(pr.x) << " " << nktest::qtype_name(pr.q) << " N=" << n << " shift " << shift;
       }
     }

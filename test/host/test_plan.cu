@@ -319,6 +319,22 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_TRUE(plan_of(folding(quant_row(f32_row(n))), h200()).pairs) << n;
     EXPECT_TRUE(plan_of(folding(two_pass_row(quant_row(f32_row(n)))), h200()).pairs) << n;
   }
+  // 5 slots where whole warps at 4 would be an odd number or none (bf16 N =
+  // 2560, 5120: 80 and 160 threads; fp32 2560), so that the row pairs; rows
+  // that do not pair keep their plan.
+  for (const RowFormat& f : {bf16_row(2560), bf16_row(5120), f32_row(2560)}) {
+    for (const RowFormat& q : {folding(quant_row(f)), folding(two_pass_row(quant_row(f)))}) {
+      if (q.row_reductions == 2 && f.vec == 8) continue;  // 16-bit LayerNorm does not pair
+      const LaunchPlan p = plan_of(q, h200());
+      EXPECT_EQ(p.shape, Shape::kRowPerBlock) << f.cols;
+      EXPECT_EQ(p.vecs, 5) << f.cols;
+      EXPECT_EQ(p.threads, f.cols / f.vec / 5) << f.cols;
+      EXPECT_TRUE(p.pairs) << f.cols;
+    }
+    EXPECT_NE(plan_of(quant_row(f), h200()).vecs, 5) << f.cols;  // statistics that do not fold by part
+    EXPECT_NE(plan_of(folding(f), h200()).vecs, 5) << f.cols;    // not quantized per row
+  }
+  EXPECT_NE(plan_of(folding(two_pass_row(quant_row(bf16_row(5120)))), h200()).vecs, 5);  // 16-bit LayerNorm
   // rows_per_warp: groups spanning at least 64 columns (bf16: 8-32 lanes;
   // fp32: 16-32) at 4 slots, or 3 (16-bit N = 192, 384, 768), that hold the
   // row exactly.
@@ -334,9 +350,9 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
   // Not: groups spanning fewer columns (bf16 N = 128: 4 lanes; 96: 4 x 3;
   // fp32 N = 128: 8 lanes), rows the team does not hold exactly,
   // row_per_block rows below 4 KiB (64 threads would be one warp of 8
-  // slots), an odd number of warps (N = 5120: 160 threads), 8-slot rows,
-  // rows on other shapes.
-  for (int64_t n : {96, 128, 1000, 1536, 5120, 4099, 8200, 24576, 32768, 65536}) {
+  // slots), an odd number of warps at 4 slots and 5 (N = 3584: 112
+  // threads), 8-slot rows, rows on other shapes.
+  for (int64_t n : {96, 128, 1000, 1536, 3584, 4099, 8200, 24576, 32768, 65536}) {
     EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).pairs) << n;
   }
   EXPECT_FALSE(plan_of(folding(quant_row(f32_row(128))), h200()).pairs);

@@ -1,13 +1,14 @@
 // normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
 // threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
-// registers, VECS slots per thread (1, 2 or 4; 8 for the wide rows of
+// registers, VECS slots per thread (1, 2 or 4; 5 for per-row-quantized rows
+// that 4 slots would give an odd number of warps; 8 for the wide rows of
 // plan.cuh's wide_slots_fit: the same 64 registers hold them without
 // spilling in the WHOLE form; the checked 8-slot form, run only for rows
 // not slot-aligned, spills). The launcher starts one CTA per row; the
 // loop strides over rows only past gridDim's limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
-// normalize_register_row. And its paired form at 4 slots (below): the same
-// bits in half the threads, for batches whose x comes from DRAM.
+// normalize_register_row. And its paired form at 4 or 5 slots (below): the
+// same bits in half the threads, for batches whose x comes from DRAM.
 #pragma once
 
 #include <cstdint>
@@ -33,27 +34,29 @@ __global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
   }
 }
 
-/// The paired form of row_per_block at 4 slots: half the threads, 8 slots
-/// each, thread t holding the slots of threads t and t + blockDim.x of the
-/// 4-slot CTA (its 8-slot layout interleaves them: InterleavedParts), whose
-/// sums it folds apart and reduces in that CTA's order
-/// (PairedBlockAllReduce): the same bits as row_per_block<Problem, 4, true>
-/// on 2 * blockDim.x threads, with half the fixed work per element and twice
-/// the rows in flight per SM (the launcher runs it where x comes from DRAM:
-/// large batches; docs/performance.md, change 41). WHOLE only: the 4-slot
-/// CTA holds the row exactly.
-template <class Problem>
-__global__ void __launch_bounds__(kRowPerBlockMaxThreads / 2, 4)
+/// The paired form of row_per_block at VECS = 4 or 5 slots: half the
+/// threads, 2 * VECS slots each, thread t holding the slots of threads t and
+/// t + blockDim.x of the VECS-slot CTA (its 2 * VECS-slot layout interleaves
+/// them: InterleavedParts), whose sums it folds apart and reduces in that
+/// CTA's order (PairedBlockAllReduce): the same bits as
+/// row_per_block<Problem, VECS, true> on 2 * blockDim.x threads, with half the
+/// fixed work per element and twice the rows in flight per SM (the launcher
+/// runs it where x comes from DRAM: large batches; docs/performance.md,
+/// changes 41 and 47). WHOLE only: the VECS-slot CTA holds the row exactly.
+/// 10 slots a thread get 80 registers (3 CTAs' worth per SM).
+template <class Problem, int VECS>
+__global__ void __launch_bounds__(kRowPerBlockMaxThreads / 2, VECS == 4 ? 4 : 3)
     row_per_block_paired(const __grid_constant__ typename Problem::Params p) {
   static_assert(stats_folds_each_part_v<typename Problem::Stats>,
                 "normkit: the paired row_per_block form needs statistics that fold through fold_slots "
-                "(kFoldsEachPart); the launcher runs such problems at 4 slots");
+                "(kFoldsEachPart); the launcher runs such problems unpaired");
+  static_assert(VECS == 4 || VECS == 5, "normkit: row_per_block pairs threads of 4 or 5 slots");
   using Reducer = PairedBlockAllReduce<kRowPerBlockMaxThreads>;
   __shared__ typename Reducer::TempStorage temp;
   Reducer reducer(temp);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    detail::normalize_register_part<Problem, 8, true, Reducer, 2>(p, row, true, 0, p.cols, true, threadIdx.x,
-                                                                  blockDim.x, reducer);
+    detail::normalize_register_part<Problem, 2 * VECS, true, Reducer, 2>(p, row, true, 0, p.cols, true, threadIdx.x,
+                                                                         blockDim.x, reducer);
   }
 }
 

@@ -189,17 +189,20 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;  // planned for rows_per_warp only: no such row_per_block kernel
     } else {
       const int64_t grid = p.rows < kMaxGrid ? p.rows : kMaxGrid;  // one CTA per row
-      if constexpr (VECS == 4 && WHOLE && kPairs) {
+      if constexpr ((VECS == 4 || VECS == 5) && WHOLE && kPairs) {
         if (plan.pairs) {  // the same bits in half the threads
-          return launch_kernel(&kernel::row_per_block_paired<Problem>, grid, plan.threads / 2, 0, 1, stream, p);
+          return launch_kernel(&kernel::row_per_block_paired<Problem, VECS>, grid, plan.threads / 2, 0, 1, stream,
+                               p);
         }
       }
       return launch_kernel(&kernel::row_per_block<Problem, VECS, WHOLE>, grid, plan.threads, 0, 1, stream, p);
     }
   }
 
-  /// Slots per thread of the checked (not WHOLE) kernel that runs a plan of `vecs`.
-  static constexpr int checked_vecs(int vecs) { return vecs == 3 ? 4 : vecs; }
+  /// Slots per thread of the checked (not WHOLE) kernel that runs a plan of
+  /// `vecs`: the next wider one, whose extra slots lie past the row (zeros,
+  /// which add nothing: the same lanes, slots, order and bits).
+  static constexpr int checked_vecs(int vecs) { return vecs == 3 ? 4 : vecs == 5 ? 8 : vecs; }
 
   template <int VECS>
   static Status run_register(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
@@ -209,9 +212,10 @@ struct Launcher {
     } else {
       const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
       if (whole_form<VECS>(p, team)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
-      // 3 slots (planned only where they hold the row exactly) have no checked
-      // kernel: the checked 4-slot one gives each lane the same columns in the
-      // same order (the 4th slot, empty, adds nothing), so the same bits.
+      // 3 and 5 slots (planned only where they hold the row exactly) have no
+      // checked kernel: the checked 4- or 8-slot one gives each thread the
+      // same columns in the same order (the slots past the row, empty, add
+      // nothing), so the same bits.
       return run_register_form<checked_vecs(VECS), false>(p, plan, device, caps, stream);
     }
   }
@@ -306,6 +310,9 @@ struct Launcher {
           case 2: return run_register<2>(p, lp, device, caps, stream);
           case 3: return run_register<3>(p, lp, device, caps, stream);
           case 4: return run_register<4>(p, lp, device, caps, stream);
+          case 5:  // planned only for rows that may pair: no such kernel otherwise
+            if constexpr (kPairs) return run_register<5>(p, lp, device, caps, stream);
+            return Status::kErrorUnsupportedShape;
           case 8: return run_register<8>(p, lp, device, caps, stream);
           default: return Status::kErrorUnsupportedShape;
         }

@@ -232,7 +232,8 @@ inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
     return (p.vecs == 3 || p.vecs == 4) && int64_t{p.group} * f.vec >= PlanTuning::kPairedMinGroupColumns &&
            f.cols == int64_t{p.group} * p.vecs * f.vec;
   }
-  return p.shape == Shape::kRowPerBlock && p.vecs == 4 && p.threads % 64 == 0 && f.cols == int64_t{p.threads} * 4 * f.vec &&
+  return p.shape == Shape::kRowPerBlock && (p.vecs == 4 || p.vecs == 5) && p.threads % 64 == 0 &&
+         f.cols == int64_t{p.threads} * p.vecs * f.vec &&
          x_row_bytes(f) >= PlanTuning::kPairedMinRowBytes;
 }
 
@@ -265,6 +266,19 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
   // N = 768: 96 threads of 2 slots rather than 64 of 4, a quarter of them
   // empty (docs/performance.md, change 19). Not down to 1 slot: unmeasured.
   if (f.cols % f.vec == 0) {
+    // 5 slots where whole warps at 4 would be an odd number or none, so that
+    // the row pairs (bf16 N = 2560, 5120: 64 or 128 threads of 5 slots, not
+    // 160 of 2 or 160 of 4; docs/performance.md, change 47).
+    const int64_t fours = whole_warp_threads(slots, 4, kernel::kRowPerBlockMaxThreads);
+    const int64_t fives = whole_warp_threads(slots, 5, kernel::kRowPerBlockMaxThreads);
+    if (max_vecs == 4 && !(fours > 0 && fours % 64 == 0) && fives > 0 && fives % 64 == 0 &&
+        may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) {
+      p->shape = Shape::kRowPerBlock;
+      p->vecs = 5;
+      p->threads = static_cast<int>(fives);
+      p->pairs = pairs_fit(f, *p);
+      return true;
+    }
     for (int v = max_vecs; v >= 2; v /= 2) {
       const int64_t threads = whole_warp_threads(slots, v, kernel::kRowPerBlockMaxThreads);
       if (threads > 0) {
