@@ -221,6 +221,9 @@ std::vector<float> order_sensitive(int count, nktest::Rng& rng) {
   return v;
 }
 
+__device__ float largest(float a) { return a; }
+__device__ float largest(const normkit::Parts<float, 2>& v) { return fmaxf(v.part[0], v.part[1]); }
+
 // The squares are rounded on their own (__fmul_rn): a product written a * a
 // may be contracted into the addition that receives it (fma), and then the
 // two lanes of a butterfly step round differently, so not even the
@@ -230,33 +233,33 @@ std::vector<float> order_sensitive(int count, nktest::Rng& rng) {
 // Three reductions back to back per call (a sum, a pair of sums, a maximum),
 // by `threads` threads each with one value (the reference reducers) or by
 // half as many each holding the values of threads t and t + half (the paired
-// ones); every thread writes what it received.
+// ones); every thread writes what it received. v: a thread's value, or the
+// Parts of the two it stands in for.
+template <class Reducer, class V>
+__device__ void three_reductions(Reducer& reduce, const V& v, float* out) {
+  const float s = reduce.all_reduce(v, normkit::Sum{});
+  const normkit::SumPair p = reduce.all_reduce(
+      normkit::map_parts(v, [](float a) { return normkit::SumPair{a, __fmul_rn(a, a)}; }), normkit::Sum{});
+  const float m = reduce.all_reduce(largest(v), normkit::Max{});
+  out[0] = s;
+  out[1] = p.first;
+  out[2] = p.second;
+  out[3] = m;
+}
+
 __global__ void block_pairs_kernel(const float* in, bool paired, float* out) {
   const int t = threadIdx.x;
-  float s, m;
-  normkit::SumPair p;
   if (paired) {
     using R = normkit::PairedBlockAllReduce<1024>;
     __shared__ R::TempStorage temp;
     R reduce(temp);
-    const float a = in[t], b = in[t + blockDim.x];
-    s = reduce.all_reduce(normkit::Parts<float, 2>{{a, b}}, normkit::Sum{});
-    p = reduce.all_reduce(normkit::Parts<normkit::SumPair, 2>{{{a, __fmul_rn(a, a)}, {b, __fmul_rn(b, b)}}},
-                          normkit::Sum{});
-    m = reduce.all_reduce(fmaxf(a, b), normkit::Max{});
+    three_reductions(reduce, normkit::Parts<float, 2>{{in[t], in[t + blockDim.x]}}, out + 4 * t);
   } else {
     using R = normkit::BlockAllReduce<1024>;
     __shared__ R::TempStorage temp;
     R reduce(temp);
-    const float a = in[t];
-    s = reduce.all_reduce(a, normkit::Sum{});
-    p = reduce.all_reduce(normkit::SumPair{a, __fmul_rn(a, a)}, normkit::Sum{});
-    m = reduce.all_reduce(a, normkit::Max{});
+    three_reductions(reduce, in[t], out + 4 * t);
   }
-  out[4 * t] = s;
-  out[4 * t + 1] = p.first;
-  out[4 * t + 2] = p.second;
-  out[4 * t + 3] = m;
 }
 
 // The same for a group of `group` lanes (the reference) or `group / 2` lanes
@@ -264,28 +267,15 @@ __global__ void block_pairs_kernel(const float* in, bool paired, float* out) {
 // warp holds several groups.
 __global__ void group_pairs_kernel(const float* in, int group, bool paired, float* out) {
   const int t = threadIdx.x;
-  float s, m;
-  normkit::SumPair p;
   if (paired) {
     const int team = group / 2;
     const int g = t / team, j = t % team;
-    const float a = in[g * group + j], b = in[g * group + j + team];
-    const normkit::PairedGroupReducer reduce{team};
-    s = reduce.all_reduce(normkit::Parts<float, 2>{{a, b}}, normkit::Sum{});
-    p = reduce.all_reduce(normkit::Parts<normkit::SumPair, 2>{{{a, __fmul_rn(a, a)}, {b, __fmul_rn(b, b)}}},
-                          normkit::Sum{});
-    m = reduce.all_reduce(fmaxf(a, b), normkit::Max{});
+    normkit::PairedGroupReducer reduce{team};
+    three_reductions(reduce, normkit::Parts<float, 2>{{in[g * group + j], in[g * group + j + team]}}, out + 4 * t);
   } else {
-    const float a = in[t];
-    const normkit::GroupReducer reduce{group};
-    s = reduce.all_reduce(a, normkit::Sum{});
-    p = reduce.all_reduce(normkit::SumPair{a, __fmul_rn(a, a)}, normkit::Sum{});
-    m = reduce.all_reduce(a, normkit::Max{});
+    normkit::GroupReducer reduce{group};
+    three_reductions(reduce, in[t], out + 4 * t);
   }
-  out[4 * t] = s;
-  out[4 * t + 1] = p.first;
-  out[4 * t + 2] = p.second;
-  out[4 * t + 3] = m;
 }
 
 // Runs the reference (threads threads) and the paired form (threads / 2) on

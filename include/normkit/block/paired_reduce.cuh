@@ -73,6 +73,8 @@ class PairedBlockAllReduce {
 /// group's. The same bits as GroupReducer{2 * team}.
 struct PairedGroupReducer {
   int team;
+  /// A warp holds several rows (see reduction_branch).
+  static constexpr bool kWarpHoldsSeveralRows = true;
   template <class T, class Op>
   NORMKIT_DEVICE T all_reduce(const Parts<T, 2>& v, Op op) const {
     return WarpAllReduce<32>::all_reduce(op(v.part[0], v.part[1]), op, team);
@@ -82,10 +84,6 @@ struct PairedGroupReducer {
   NORMKIT_DEVICE T all_reduce(T v, Max op) const {
     return WarpAllReduce<32>::all_reduce(v, op, team);
   }
-  /// As GroupReducer::warp_any: a warp holds several rows.
-  NORMKIT_DEVICE bool warp_any(bool b) const { return __any_sync(0xffffffffu, b) != 0; }
 };
-
-NORMKIT_DEVICE bool reduction_branch(const PairedGroupReducer& r, bool b) { return r.warp_any(b); }
 
 NORMKIT_NAMESPACE_END

@@ -3,6 +3,8 @@
 // rows can share one warp.
 #pragma once
 
+#include <type_traits>
+
 #include "../config.cuh"
 #include "reduce_ops.cuh"
 
@@ -47,23 +49,32 @@ struct WarpAllReduce {
 /// The reducer a stats policy sees for a row shared by a group of lanes.
 struct GroupReducer {
   int group;
+  /// A warp holds several rows (see reduction_branch).
+  static constexpr bool kWarpHoldsSeveralRows = true;
   template <class T, class Op>
   NORMKIT_DEVICE T all_reduce(T v, Op op) const {
     return WarpAllReduce<32>::all_reduce(v, op, group);
   }
-  /// True when `b` holds for any lane of the warp. A group's shuffles are full-
-  /// warp shuffles, so a branch that reduces must be taken by the whole warp.
-  NORMKIT_DEVICE bool warp_any(bool b) const { return __any_sync(0xffffffffu, b) != 0; }
 };
+
+template <class Reducer, class = void>
+struct WarpHoldsSeveralRows : std::false_type {};
+template <class Reducer>
+struct WarpHoldsSeveralRows<Reducer, std::void_t<decltype(Reducer::kWarpHoldsSeveralRows)>>
+    : std::bool_constant<Reducer::kWarpHoldsSeveralRows> {};
 
 /// Whether a branch around further reductions must be entered: `b` is the
 /// same for every thread of a row, and a block or cluster reducer's threads
-/// all share the row, so it is `b` itself; a GroupReducer's warp holds
-/// several rows, so any of them.
+/// all share the row, so it is `b` itself; where a warp holds several rows
+/// (GroupReducer, PairedGroupReducer), whose shuffles are full-warp
+/// shuffles, the whole warp enters if any of its rows needs to.
 template <class Reducer>
 NORMKIT_DEVICE bool reduction_branch(const Reducer&, bool b) {
-  return b;
+  if constexpr (WarpHoldsSeveralRows<Reducer>::value) {
+    return __any_sync(0xffffffffu, b) != 0;
+  } else {
+    return b;
+  }
 }
-NORMKIT_DEVICE bool reduction_branch(const GroupReducer& r, bool b) { return r.warp_any(b); }
 
 NORMKIT_NAMESPACE_END
