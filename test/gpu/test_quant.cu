@@ -332,6 +332,61 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
   }
 }
 
+// int8 has no NaN. A row whose y is NaN (here one NaN in x) is written as 0
+// under a static scale (the saturating conversion's rule) and as -1 under
+// per-row scales (the low byte of the rounding fma's NaN, 0x7fffffff), with
+// the smallest row scale; the other rows are untouched by it. On the
+// rows_per_warp (unpaired and paired), row_per_block (4 and 5 slots) and
+// cluster-register shapes.
+TEST(Quant, Int8RowsWithANanAreWrittenAsDocumented) {
+  NK_REQUIRE_GPU();
+  const int64_t rows = 3;
+  for (int64_t n : {256, 1024, 4096, 5120, 65536}) {
+    std::vector<uint16_t> hx(rows * n), hw(n, 0x3f80);  // bf16; weight 1
+    for (int64_t i = 0; i < rows * n; ++i) hx[i] = static_cast<uint16_t>(0x3f80 + (i * 37 % 200));  // 1 .. 2
+    hx[n + n / 2] = 0x7fc0;  // NaN in row 1
+    DeviceBuffer x(hx.size() * 2), w(n * 2), y(rows * n), scales(rows * 4);
+    ASSERT_EQ(cudaMemcpy(x.data(), hx.data(), hx.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(w.data(), hw.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    for (normkit::LanePairing pairing : {normkit::LanePairing::kOff, normkit::LanePairing::kOn}) {
+      for (bool per_row : {false, true}) {
+        nktest::QuantCall c;
+        c.q_type = QType::kInt8;
+        c.x = x.data();
+        c.y = y.data();
+        c.weight = w.data();
+        c.rows = rows;
+        c.cols = n;
+        c.pairing = pairing;
+        if (per_row) {
+          c.row_scales = reinterpret_cast<float*>(scales.data());
+        } else {
+          c.static_scale = 0.01f;
+        }
+        ASSERT_EQ(cudaMemset(y.data(), 0x5a, y.size()), cudaSuccess);
+        ASSERT_EQ(nktest::launch_quant(c), normkit::Status::kSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<int8_t> out(rows * n);
+        std::vector<float> sc(rows);
+        ASSERT_EQ(cudaMemcpy(out.data(), y.data(), out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(sc.data(), scales.data(), rows * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+        const int8_t want = per_row ? -1 : 0;
+        int64_t bad = 0, positive = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          bad += out[n + j] != want;
+          positive += out[j] > 0 && out[2 * n + j] > 0;  // rows 0 and 2: x in [1, 2), w = 1
+        }
+        EXPECT_EQ(bad, 0) << "N=" << n << (per_row ? " per-row" : " static") << ": the NaN row";
+        EXPECT_EQ(positive, n) << "N=" << n << (per_row ? " per-row" : " static") << ": the other rows";
+        if (per_row) {
+          EXPECT_EQ(sc[1], 1.0f / (127.0f * 512.0f)) << "N=" << n;
+          EXPECT_TRUE(std::isfinite(sc[0]) && sc[0] > 0 && std::isfinite(sc[2]) && sc[2] > 0) << "N=" << n;
+        }
+      }
+    }
+  }
+}
+
 TEST(Quant, BadScalesAndShapesAreRejected) {
   nktest::QuantCall c;  // validation happens before any CUDA call: no device needed
   c.x = reinterpret_cast<void*>(0x100000);
