@@ -102,8 +102,9 @@ struct PlanTuning {
   static constexpr int kStreamingCluster = 8;
   static constexpr int64_t kPairedMinRowBytes = 4096;      ///< row_per_block rows from this size may run paired
   /// rows_per_warp groups whose slots span this many columns (group * vec)
-  /// may run paired: half the lanes then store a 1-byte output in whole
-  /// 32-byte sectors (bf16 N = 128, 2 lanes paired: 95% -> 58% of the copy).
+  /// may run paired, so that half the lanes still store a 1-byte output in
+  /// whole 32-byte sectors (bf16 N = 128, 2 lanes paired: 95% -> 58% of the
+  /// copy; half-sector stores are the likely cause, not profiled).
   static constexpr int kPairedMinGroupColumns = 64;
 };
 
