@@ -580,9 +580,14 @@ TEST(Int8Words, ScaledInRangeRoundsTheExactProductToNearestEven) {
         const int n = static_cast<int>(rng.next() % 254) - 127;  // [-127, 126]
         in[4 * w + k] = w % 2 ? static_cast<float>(n) + 0.5f : static_cast<float>(2 * n + 1);
       }
-    } else {  // |a * factor| <= 127, as a row's max|y| scaled to 127 gives
+    } else {  // |a * factor| <= 127, as a row's max|y| scaled to 127 gives, and
+              // at the top up to 127.49 (a row's max a few ulps above it still rounds to 127)
       factors[w] = 127.f / (0.01f + static_cast<float>(rng.uniform()) * 1000.f);
-      for (int k = 0; k < 4; ++k) in[4 * w + k] = static_cast<float>((2 * rng.uniform() - 1) * 126.99 / factors[w]);
+      const double top = w < 512 ? 127.49 : 126.99;
+      for (int k = 0; k < 4; ++k) {
+        const double u = w < 512 ? 126.5 + rng.uniform() * (top - 126.5) : rng.uniform() * top;
+        in[4 * w + k] = static_cast<float>((rng.next() % 2 ? u : -u) / factors[w]);
+      }
     }
   }
   DeviceBuffer din(in.size() * 4), dfac(factors.size() * 4), dexact(kWords * 4), dsat(kWords * 4);

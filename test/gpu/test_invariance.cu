@@ -112,7 +112,7 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // (the checked forms): y must be bitwise equal, for each op. N = 384 and 768
 // cover the 3-slot rows_per_warp kernel, whose rows run the checked 4-slot
 // kernel when misaligned; N = 5120 the 5-slot row_per_block kernel of the
-// per-row-quantized output, whose rows run the checked 8-slot kernel.
+// per-row-quantized outputs (fp8 and int8), checked and WHOLE.
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
@@ -176,20 +176,23 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       };
       EXPECT_EQ(outputs(fused, x_ref.data(), r_ref.data(), bytes), outputs(fused, x_off, r_off, bytes))
           << "add+" << name << " N=" << n;
-      auto quant = [&](const void* xp, const void*) {
-        nktest::QuantCall c;
-        c.op = op;
-        c.x = xp;
-        c.y = y.data();
-        c.weight = w.data();
-        c.row_scales = reinterpret_cast<float*>(scales.data());
-        c.rows = rows;
-        c.cols = n;
-        return nktest::launch_quant(c);
-      };
-      if (n <= 65536) {  // as above
-        EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
-            << "fp8 " << name << " N=" << n;
+      for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+        auto quant = [&](const void* xp, const void*) {
+          nktest::QuantCall c;
+          c.op = op;
+          c.q_type = q;
+          c.x = xp;
+          c.y = y.data();
+          c.weight = w.data();
+          c.row_scales = reinterpret_cast<float*>(scales.data());
+          c.rows = rows;
+          c.cols = n;
+          return nktest::launch_quant(c);
+        };
+        if (n <= 65536) {  // as above
+          EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
+              << nktest::qtype_name(q) << " " << name << " N=" << n;
+        }
       }
     }
   }

@@ -374,7 +374,7 @@ TEST(Quant, Int8RowsWithANanAreWrittenAsDocumented) {
         int64_t bad = 0, positive = 0;
         for (int64_t j = 0; j < n; ++j) {
           bad += out[n + j] != want;
-          positive += out[j] > 0 && out[2 * n + j] > 0;  // rows 0 and 2: x in [1, 2), w = 1
+          positive += out[j] > 0 && out[2 * n + j] > 0;  // rows 0 and 2: x in [1, 3.2), w = 1
         }
         EXPECT_EQ(bad, 0) << "N=" << n << (per_row ? " per-row" : " static") << ": the NaN row";
         EXPECT_EQ(positive, n) << "N=" << n << (per_row ? " per-row" : " static") << ": the other rows";

@@ -350,7 +350,8 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
   // Not: groups spanning fewer columns (bf16 N = 128: 4 lanes; 96: 4 x 3;
   // fp32 N = 128: 8 lanes), rows the team does not hold exactly,
   // row_per_block rows below 4 KiB (64 threads would be one warp of 8
-  // slots), an odd number of warps at 4 slots and 5 (N = 3584: 112
+  // slots), rows that no even number of warps holds at 4 or 5 slots (N =
+  // 3584: 448 slots, not a multiple of 5 and not of 128; 2 slots x 224
   // threads), 8-slot rows, rows on other shapes.
   for (int64_t n : {96, 128, 1000, 1536, 3584, 4099, 8200, 24576, 32768, 65536}) {
     EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).pairs) << n;

@@ -134,8 +134,8 @@ NORMKIT_DEVICE uint32_t int8x4_word(float a, float b, float c, float d) {
 /// mantissa bits, and three byte permutes take the low bytes. No conversion
 /// instruction (int8x4_word's cvt runs at a quarter of the fma rate) and no
 /// separate multiplication; the product is rounded once, exactly. Outside that
-/// range the bytes wrap instead of saturating, and a NaN (a non-finite x or w)
-/// gives -1 (the canonical NaN's low byte) instead of int8x4_word's 0.
+/// range the bytes wrap instead of saturating, and a NaN gives -1 (the low
+/// byte of the GPU's arithmetic NaN, 0x7fffffff) instead of int8x4_word's 0.
 NORMKIT_DEVICE uint32_t int8x4_word_scaled_in_range(float factor, float a, float b, float c, float d) {
 #if defined(__CUDA_ARCH__)
   constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23: one unit in the last place is 1

@@ -8,7 +8,9 @@
 //                  max|y| is reduced from the row held on chip (registers or
 //                  shared memory): x is never read again for it.
 // q() rounds to nearest even and saturates to the finite range of Q (int8:
-// [-128, 127]). Dequantize with y ~ y_q * scale.
+// [-128, 127]); int8 with per-row scales, whose values the scale keeps in
+// range, is rounded by one fma without saturating (a NaN y then gives -1, not
+// 0; docs/variants.md). Dequantize with y ~ y_q * scale.
 #pragma once
 
 #include <cstdint>

@@ -29,8 +29,8 @@ struct LaunchOptions {
   /// devices); kAuto lets the launcher choose from N, the types and the device.
   Shape shape = Shape::kAuto;
   /// Whether per-row-quantized rows planned at 4 slots per thread
-  /// (row_per_block; rows_per_warp, also at 3, in groups spanning at least
-  /// 64 columns) run in the paired form (half the
+  /// (row_per_block, also at 5; rows_per_warp, also at 3, in groups spanning
+  /// at least 64 columns) run in the paired form (half the
   /// threads or lanes, each with two's slots, reduced in the same order: the
   /// same bits either way; plan.cuh, pairs_fit). kAuto: paired when the
   /// batch's x is larger than the L2 cache (x then comes from DRAM, where it
@@ -200,9 +200,12 @@ struct Launcher {
   }
 
   /// Slots per thread of the checked (not WHOLE) kernel that runs a plan of
-  /// `vecs`: the next wider one, whose extra slots lie past the row (zeros,
-  /// which add nothing: the same lanes, slots, order and bits).
-  static constexpr int checked_vecs(int vecs) { return vecs == 3 ? 4 : vecs == 5 ? 8 : vecs; }
+  /// `vecs`: 3 slots run the checked 4-slot kernel, whose 4th slot lies past
+  /// the row (zeros, which add nothing: the same lanes, slots, order and
+  /// bits); 5 slots have a checked kernel of their own (the checked 8-slot
+  /// one would give the same bits but spills over 1 KB and ran misaligned
+  /// rows 4.4x slower).
+  static constexpr int checked_vecs(int vecs) { return vecs == 3 ? 4 : vecs; }
 
   template <int VECS>
   static Status run_register(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
@@ -212,10 +215,10 @@ struct Launcher {
     } else {
       const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
       if (whole_form<VECS>(p, team)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
-      // 3 and 5 slots (planned only where they hold the row exactly) have no
-      // checked kernel: the checked 4- or 8-slot one gives each thread the
-      // same columns in the same order (the slots past the row, empty, add
-      // nothing), so the same bits.
+      // 3 slots (planned only where they hold the row exactly) have no
+      // checked kernel: the checked 4-slot one gives each lane the same
+      // columns in the same order (the 4th slot, empty, adds nothing), so the
+      // same bits.
       return run_register_form<checked_vecs(VECS), false>(p, plan, device, caps, stream);
     }
   }

@@ -79,7 +79,8 @@ struct LaunchPlan {
   int cluster = 1;         ///< CTAs per row (chunked and cluster-register shapes)
   int64_t chunk = 0;       ///< columns per CTA (chunked and cluster-register shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
-  /// A register plan at 4 slots may run paired (half the threads or lanes,
+  /// A register plan at 4 slots (3 in rows_per_warp, 5 in row_per_block) may
+  /// run paired (half the threads or lanes,
   /// the same bits; kernel/row_per_block.cuh, kernel/rows_per_warp.cuh): the
   /// launcher chooses by batch size (LaunchOptions::pairing). In a plan, what
   /// may run; in LaunchOptions::launched, what ran.
@@ -163,7 +164,7 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 /// with x in L2 (a row the previous kernel just wrote, graph replay) the
 /// 8-slot form was 11-39% slower per call at N = 8192, M = 1-2048 (run 67,
 /// change 40), as each thread's serial work doubles; nor for rows that do not
-/// split into whole warps. (The checked 8-slot form spills 200-590 bytes; it
+/// split into whole warps. (The checked 8-slot form spills over 1 KB; it
 /// runs only where pointers or strides are not slot-aligned, since the plan
 /// may not depend on alignment: aligned and misaligned rows give the same
 /// bits.)
@@ -212,7 +213,7 @@ constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reduct
 
 /// Whether a register plan may run paired (see LaunchPlan::pairs): an output
 /// that needs the row on chip (per-row quantization), 4 slots per thread
-/// (3 in rows_per_warp) that hold the row exactly, only where 8 slots per
+/// (3 in rows_per_warp, 5 in row_per_block) that hold the row exactly, only where 8 slots per
 /// thread are allowed (allows_wide_slots: registers) and the statistics fold
 /// by part; in row_per_block, an even number of whole warps and x rows of 4
 /// KiB and more; in rows_per_warp, groups spanning at least 64 columns
@@ -220,6 +221,8 @@ constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reduct
 /// pure function of N and the types, as the plan: the launcher then takes
 /// the paired form for batches whose x is larger than the L2 cache, and the
 /// unpaired one otherwise. Measured (docs/performance.md), x in DRAM:
+/// bf16 N = 5120 at 5 slots, fp8 94.8% -> 100.4%, int8 93.1% -> 98.4%
+/// (change 47);
 /// RMSNorm to fp8 with per-row scales, bf16 N = 2048-16384, 89-97% ->
 /// 99-100.5% of the copy, int8 84-93.5% -> 96.5-99.5% (change 41); paired
 /// plain and fused-add rows (16-bit and fp32, N = 8192-16384) gained nothing
@@ -268,8 +271,9 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
   // empty (docs/performance.md, change 19). Not down to 1 slot: unmeasured.
   if (f.cols % f.vec == 0) {
     // 5 slots where whole warps at 4 would be an odd number or none, so that
-    // the row pairs (bf16 N = 2560, 5120: 64 or 128 threads of 5 slots, not
-    // 160 of 2 or 160 of 4; docs/performance.md, change 47).
+    // the row pairs (e.g. bf16 N = 2560, 5120, 7680: 64, 128, 192 threads of
+    // 5 slots, not 160 of 2, 160 of 4, 480 of 2; fp32 1280, 2560;
+    // docs/performance.md, change 47).
     const int64_t fours = whole_warp_threads(slots, 4, kernel::kRowPerBlockMaxThreads);
     const int64_t fives = whole_warp_threads(slots, 5, kernel::kRowPerBlockMaxThreads);
     if (max_vecs == 4 && !(fours > 0 && fours % 64 == 0) && fives > 0 && fives % 64 == 0 &&
