@@ -212,21 +212,21 @@ constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reduct
 }
 
 /// Whether a register plan may run paired (see LaunchPlan::pairs): an output
-/// that needs the row on chip (per-row quantization), 4 slots per thread
-/// (3 in rows_per_warp, 5 in row_per_block) that hold the row exactly, only where 8 slots per
-/// thread are allowed (allows_wide_slots: registers) and the statistics fold
-/// by part; in row_per_block, an even number of whole warps and x rows of 4
-/// KiB and more; in rows_per_warp, groups spanning at least 64 columns
-/// (kPairedMinGroupColumns: bf16 groups of 8-32 lanes, fp32 of 16-32). A
-/// pure function of N and the types, as the plan: the launcher then takes
-/// the paired form for batches whose x is larger than the L2 cache, and the
-/// unpaired one otherwise. Measured (docs/performance.md), x in DRAM:
-/// bf16 N = 5120 at 5 slots, fp8 94.8% -> 100.4%, int8 93.1% -> 98.4%
-/// (change 47);
-/// RMSNorm to fp8 with per-row scales, bf16 N = 2048-16384, 89-97% ->
-/// 99-100.5% of the copy, int8 84-93.5% -> 96.5-99.5% (change 41); paired
-/// plain and fused-add rows (16-bit and fp32, N = 8192-16384) gained nothing
-/// (within a point, some 1-3 lower), so only per-row-quantized rows pair.
+/// that needs the row on chip (per-row quantization), 4 slots per thread (3
+/// in rows_per_warp, 5 in row_per_block) that hold the row exactly, only
+/// where 8 slots per thread are allowed (allows_wide_slots: registers) and
+/// the statistics fold by part; in row_per_block, an even number of whole
+/// warps and x rows of 4 KiB and more; in rows_per_warp, groups spanning at
+/// least 64 columns (kPairedMinGroupColumns: bf16 groups of 8-32 lanes, fp32
+/// of 16-32). A pure function of N and the types, as the plan: the launcher
+/// then takes the paired form for batches whose x is larger than the L2
+/// cache, and the unpaired one otherwise. Measured (docs/performance.md), x
+/// in DRAM: RMSNorm to fp8 with per-row scales, bf16 N = 2048-16384, 89-97%
+/// -> 99-100.5% of the copy, int8 84-93.5% -> 96.5-99.5% (change 41); bf16
+/// N = 5120 at 5 slots, fp8 94.8% -> 100.4%, int8 93.1% -> 98.4% (change
+/// 47); paired plain and fused-add rows (16-bit and fp32, N = 8192-16384)
+/// gained nothing (within a point, some 1-3 lower), so only
+/// per-row-quantized rows pair.
 /// rows_per_warp (changes 42 and 46, with 8-slot lanes at 80 registers):
 /// bf16 N = 256-1024, fp8 95-97% -> 99.7-102%, int8 92-97% -> 98.6-101.8%;
 /// N = 128 (2 lanes paired) 95% -> 58%.
@@ -276,23 +276,23 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
     // docs/performance.md, change 47).
     const int64_t fours = whole_warp_threads(slots, 4, kernel::kRowPerBlockMaxThreads);
     const int64_t fives = whole_warp_threads(slots, 5, kernel::kRowPerBlockMaxThreads);
+    int vecs = 0;
+    int64_t threads = 0;
     if (max_vecs == 4 && !(fours > 0 && fours % 64 == 0) && fives > 0 && fives % 64 == 0 &&
         may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) {
+      vecs = 5;
+      threads = fives;
+    }
+    for (int v = max_vecs; vecs == 0 && v >= 2; v /= 2) {
+      threads = whole_warp_threads(slots, v, kernel::kRowPerBlockMaxThreads);
+      if (threads > 0) vecs = v;
+    }
+    if (vecs > 0) {
       p->shape = Shape::kRowPerBlock;
-      p->vecs = 5;
-      p->threads = static_cast<int>(fives);
+      p->vecs = vecs;
+      p->threads = static_cast<int>(threads);
       p->pairs = pairs_fit(f, *p);
       return true;
-    }
-    for (int v = max_vecs; v >= 2; v /= 2) {
-      const int64_t threads = whole_warp_threads(slots, v, kernel::kRowPerBlockMaxThreads);
-      if (threads > 0) {
-        p->shape = Shape::kRowPerBlock;
-        p->vecs = v;
-        p->threads = static_cast<int>(threads);
-        p->pairs = pairs_fit(f, *p);
-        return true;
-      }
     }
   }
   const int64_t threads = ceil_div(ceil_div(slots, max_vecs), 32) * 32;
