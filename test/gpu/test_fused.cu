@@ -123,7 +123,8 @@ TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
                                               {Shape::kRowInCluster, 70001}, {Shape::kStreaming, 300007},
                                               {Shape::kAuto, 768},          {Shape::kAuto, 8192},
                                               {Shape::kAuto, 32768},  // 8 slots per thread (RMSNorm)
-                                              {Shape::kAuto, 65536},        {Shape::kAuto, 131072},
+                                              {Shape::kAuto, 65536},   // RMSNorm: 1024 threads x 8 slots
+                                              {Shape::kAuto, 131072},  // RMSNorm: 2 CTAs' registers
                                               {Shape::kAuto, 200003}};  // 4 CTAs; 8, on chip past 256 KiB
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
     for (const auto& [shape, n] : shapes) {

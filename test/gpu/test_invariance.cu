@@ -19,8 +19,9 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-// 32768 and 65536: 8 slots per thread, and the per-row quantized output's cluster-register shape.
-const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 150000, 300000};
+// 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads); 131072: the
+// per-row quantized output's cluster-register shape.
+const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 300000};
 
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
 // input and returns the output bytes of row `probe`.
@@ -88,7 +89,7 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
         return nktest::launch_add_norm(c);
       };
       check_invariant(fused, y, n * 2, "add+norm", n);
-      if (n <= 65536) {
+      if (n <= 131072) {
         auto quant = [&](int64_t first, int64_t rows) {
           nktest::QuantCall c;
           c.op = op;
@@ -112,12 +113,14 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // (the checked forms): y must be bitwise equal, for each op. N = 384 and 768
 // cover the 3-slot rows_per_warp kernel, whose rows run the checked 4-slot
 // kernel when misaligned; N = 5120 the 5-slot row_per_block kernel of the
-// per-row-quantized outputs (fp8 and int8), checked and WHOLE.
+// per-row-quantized outputs (fp8 and int8), checked and WHOLE; N = 65536 the
+// 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
+// quantized outputs' cluster-register kernel (clusters of 2 such CTAs).
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
-  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 40000, 300000}) {
+  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 40000, 65536, 131072, 300000}) {
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
     DeviceBuffer x_ref(bytes), r_ref(bytes);
@@ -189,7 +192,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
           c.cols = n;
           return nktest::launch_quant(c);
         };
-        if (n <= 65536) {  // as above
+        if (n <= 131072) {  // as above
           EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
               << nktest::qtype_name(q) << " " << name << " N=" << n;
         }
@@ -202,8 +205,9 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
 // in the paired register forms when the batch's x is larger than the L2
 // cache, and unpaired otherwise (launch/launcher.cuh, run_paired): a row
 // must keep its bits across that line. Rows of bf16 N = 256, 768 and 1024
-// (rows_per_warp: groups of 8 lanes at 4 slots, 32 at 3, 32 at 4) and 8192
-// (row_per_block), RMSNorm to fp8 and int8 with per-row scales: alone, and
+// (rows_per_warp: groups of 8 lanes at 4 slots, 32 at 3, 32 at 4), 5120
+// (row_per_block at 5 slots) and 8192 (row_per_block at 4), RMSNorm to fp8
+// and int8 with per-row scales: alone, and
 // in a batch past the L2 size; and the whole batch with pairing off, every
 // row.
 TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
@@ -211,7 +215,7 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
   int device = 0, l2 = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), cudaSuccess);
-  for (int64_t n : {256, 768, 1024, 8192}) {
+  for (int64_t n : {256, 768, 1024, 5120, 8192}) {
     const int64_t row_bytes = n * 2;
     const int64_t rows = l2 / row_bytes + 37;  // x just past the L2 cache
     DeviceBuffer x(rows * row_bytes), w(row_bytes), y(rows * n), scales(rows * 4);

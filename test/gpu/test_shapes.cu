@@ -16,7 +16,8 @@ using normkit::Shape;
 
 const std::vector<int64_t> kLengths = {1,     2,     3,     5,     31,    33,     127,    255,    256,
                                        257,   384,   768,   1000,  1023,  1024,   1025,   4096,   4099,
-                                       8192,  12288, 16384, 16385, 24576, 32768, 65536, 100003, 262144, 1048576};
+                                       8192,  12288, 16384, 16385, 24576, 32768, 65536, 100003, 131072, 262144,
+                                       1048576};
 
 // Rows per case: {1, 3, 1000} for short rows, fewer as rows grow, so that one
 // case stays near a few million elements.
@@ -83,6 +84,13 @@ std::vector<ShapeParam> shape_params() {
     v.push_back({Op::kRmsNorm, DType::kBF16, DType::kBF16, DType::kBF16, StatsKind::kTwoPass, sh});
     v.push_back({Op::kRmsNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, sh});
   }
+  // Rows across a cluster's registers: every problem whose rows may take 8
+  // slots a thread (not 16-bit LayerNorm with TwoPass, which spills there).
+  const Shape regs = Shape::kRowInClusterRegisters;
+  v.push_back({Op::kLayerNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, regs});
+  v.push_back({Op::kLayerNorm, DType::kBF16, DType::kBF16, DType::kF32, StatsKind::kWelford, regs});
+  v.push_back({Op::kRmsNorm, DType::kBF16, DType::kBF16, DType::kBF16, StatsKind::kTwoPass, regs});
+  v.push_back({Op::kRmsNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, regs});
   return v;
 }
 

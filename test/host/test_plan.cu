@@ -176,22 +176,23 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(plan_of(bf16_row(16385), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(32768), h200()).shape, Shape::kRowPerBlock);  // 8 slots: WideRows... below
   EXPECT_EQ(plan_of(bf16_row(32776), h200()).shape, Shape::kRowInSmem);
-  EXPECT_EQ(plan_of(bf16_row(65536), h200()).cluster, 2);
+  EXPECT_EQ(plan_of(bf16_row(65536), h200()).shape, Shape::kRowPerBlock);  // 1024 threads x 8 slots
+  EXPECT_EQ(plan_of(bf16_row(65544), h200()).cluster, 2);                  // a partial slot: staged
   // Rows up to 512 KiB stay on chip; longer ones stream (RowsStayOnChipUpTo512KiB).
   EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(f32_row(131073), h200()).shape, Shape::kStreaming);
   EXPECT_EQ(plan_of(bf16_row(262145), h200()).shape, Shape::kStreaming);
-  const LaunchPlan c = plan_of(bf16_row(131072), h200());
+  const LaunchPlan c = plan_of(bf16_row(131080), h200());
   EXPECT_EQ(c.shape, Shape::kRowInCluster);
   EXPECT_GE(c.cluster, 2);
   EXPECT_LE(c.cluster, 8);
   EXPECT_LE(c.smem_bytes, 232448u);
-  EXPECT_EQ(c.chunk * c.cluster >= 131072, true);
+  EXPECT_EQ(c.chunk * c.cluster >= 131080, true);
   EXPECT_EQ(plan_of(bf16_row(1 << 20), h200()).shape, Shape::kStreaming);
   EXPECT_EQ(plan_of(f32_row(1 << 20), h200()).shape, Shape::kStreaming);
   // Without clusters: shared memory as far as it goes, then streaming with one CTA per row.
   EXPECT_EQ(plan_of(bf16_row(16385), a100()).shape, Shape::kRowInSmem);
-  EXPECT_EQ(plan_of(bf16_row(65536), a100()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(bf16_row(65544), a100()).shape, Shape::kRowInSmem);
   const LaunchPlan s = plan_of(bf16_row(262144), a100());
   EXPECT_EQ(s.shape, Shape::kStreaming);
   EXPECT_EQ(s.cluster, 1);
@@ -200,13 +201,16 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
 // Clusters of 3, 5, 6 or 7 CTAs measured slower than the next power of two
 // (docs/performance.md, change 31), so a row that needs 3 CTAs gets 4.
 TEST(Plan, ClustersArePowersOfTwo) {
-  const LaunchPlan c = plan_of(bf16_row(131072), h200());  // 256 KiB: would fit 3 CTAs of 96 KiB
+  // (131080 and 65540: no split into whole warps, so staged, not in registers.)
+  const LaunchPlan c = plan_of(bf16_row(131080), h200());  // 256 KiB: would fit 3 CTAs of 96 KiB
   EXPECT_EQ(c.shape, Shape::kRowInCluster);
   EXPECT_EQ(c.cluster, 4);
-  EXPECT_EQ(c.chunk, 32768);
-  EXPECT_EQ(plan_of(f32_row(65536), h200()).cluster, 4);
-  RowFormat quant = bf16_row(262144);  // 512 KiB on chip: 6 CTAs would do
+  EXPECT_EQ(c.chunk, 32776);
+  EXPECT_EQ(plan_of(f32_row(65540), h200()).cluster, 4);
+  RowFormat quant = bf16_row(262144);  // 512 KiB on chip (16-bit LayerNorm: staged): 6 CTAs would do
   quant.needs_on_chip = true;
+  quant.row_reductions = 2;
+  EXPECT_EQ(plan_of(quant, h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(quant, h200()).cluster, 8);
   EXPECT_EQ(plan_of(bf16_row(40000), h200(), Shape::kStreaming).cluster, 4);  // 3 CTAs' worth of slots
   EXPECT_EQ(plan_of(bf16_row(200000), h200(), Shape::kRowInCluster).cluster, 8);  // 5 CTAs of 96 KiB
@@ -244,11 +248,12 @@ RowFormat two_pass_row(RowFormat f) {
 }
 
 // 8 slots per thread in one CTA of whole warps that hold the row exactly,
-// for x rows past 32 KiB (which 4 slots cannot hold) up to 64 KiB; never
+// for x rows past 32 KiB (which 4 slots cannot hold) up to 128 KiB (CTAs
+// of up to 1024 threads at 8 slots, 512 otherwise); never
 // 16-bit rows with two reductions. Shorter rows keep 4 slots, also rows kept
 // on chip (faster at 8 with x in DRAM, slower with x in L2: change 40).
 TEST(Plan, WideRowsTakeEightSlotsPerThread) {
-  const std::pair<int64_t, int> wide[] = {{24576, 384}, {28672, 448}, {32768, 512}};
+  const std::pair<int64_t, int> wide[] = {{24576, 384}, {28672, 448}, {32768, 512}, {40960, 640}, {65536, 1024}};
   for (const auto& [n, threads] : wide) {
     for (const RowFormat& f : {bf16_row(n), quant_row(bf16_row(n))}) {
       const LaunchPlan p = plan_of(f, h200());
@@ -270,6 +275,9 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   EXPECT_EQ(plan_of(f32_row(12288), h200()).threads, 384);
   EXPECT_EQ(plan_of(two_pass_row(f32_row(16384)), h200()).vecs, 8);  // fp32 LayerNorm
   EXPECT_EQ(plan_of(bf16_row(32768), a100()).vecs, 8);                // no cluster needed
+  EXPECT_EQ(plan_of(f32_row(32768), h200()).threads, 1024);           // fp32: 128 KiB
+  EXPECT_EQ(plan_of(bf16_row(65536), a100()).threads, 1024);
+  EXPECT_EQ(plan_of(bf16_row(65536 + 8 * 32 * 8), h200()).shape, Shape::kRowInCluster);  // 1056 threads
   // 16-bit rows with two reductions (LayerNorm) spill at 8 slots: staged.
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(32768)), h200()).shape, Shape::kRowInSmem);
   LaunchPlan p;
@@ -361,33 +369,54 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
 }
 
 // Rows kept on chip past one CTA's registers: split across the smallest
-// cluster whose parts fill whole warps at 8 slots; staged where none does.
+// cluster whose parts fill whole warps at 8 slots (CTAs of up to 1024
+// threads); staged where none does.
 TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
-  const std::pair<int64_t, int> lengths[] = {{65536, 2}, {131072, 4}, {262144, 8}};
+  const std::pair<int64_t, int> lengths[] = {{131072, 2}, {262144, 4}, {524288, 8}};
   for (const auto& [n, cluster] : lengths) {
     const LaunchPlan p = plan_of(quant_row(bf16_row(n)), h200());
     EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters) << n;
     EXPECT_EQ(p.cluster, cluster) << n;
-    EXPECT_EQ(p.threads, 512) << n;
+    EXPECT_EQ(p.threads, 1024) << n;
     EXPECT_EQ(p.vecs, 8) << n;
     EXPECT_EQ(p.chunk, n / cluster) << n;
     EXPECT_EQ(p.smem_bytes, 0u) << n;
   }
-  const LaunchPlan odd = plan_of(quant_row(bf16_row(40960)), h200());  // 80 KiB: 2 x 320 threads
+  const LaunchPlan odd = plan_of(quant_row(bf16_row(81920)), h200());  // 160 KiB: 2 x 640 threads
   EXPECT_EQ(odd.shape, Shape::kRowInClusterRegisters);
   EXPECT_EQ(odd.cluster, 2);
-  EXPECT_EQ(odd.threads, 320);
-  EXPECT_EQ(plan_of(quant_row(f32_row(32768)), h200()).cluster, 2);
-  // No split into whole warps (65544 = 8193 slots), or more than 8 x 512
-  // threads x 8 slots: staged, as before.
-  EXPECT_EQ(plan_of(quant_row(bf16_row(65544)), h200()).shape, Shape::kRowInCluster);
-  EXPECT_EQ(plan_of(quant_row(bf16_row(1 << 19)), h200()).shape, Shape::kRowInCluster);
-  // Only for rows kept on chip, only with clusters, never 16-bit LayerNorm.
-  EXPECT_EQ(plan_of(bf16_row(65536), h200()).shape, Shape::kRowInCluster);
-  EXPECT_EQ(plan_of(quant_row(bf16_row(65536)), a100()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(odd.threads, 640);
+  EXPECT_EQ(plan_of(quant_row(f32_row(65536)), h200()).cluster, 2);
+  // Rows one CTA holds stay in one (row_per_block).
+  EXPECT_EQ(plan_of(quant_row(bf16_row(65536)), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(quant_row(f32_row(32768)), h200()).shape, Shape::kRowPerBlock);
+  // No split into whole warps (131080 = 16385 slots), or more than 8 x 1024
+  // threads x 8 slots (786432: 8 x 1536): staged, as before.
+  EXPECT_EQ(plan_of(quant_row(bf16_row(131080)), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(quant_row(bf16_row(786432)), h200()).shape, Shape::kRowInCluster);
+  // Only with clusters, never 16-bit LayerNorm.
+  EXPECT_EQ(plan_of(quant_row(bf16_row(81920)), a100()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(65536))), h200()).shape, Shape::kRowInCluster);
+  // Rows that need not stay on chip: in clusters of 2, and past what is
+  // staged (512 KiB), never in clusters of 4 below that
+  // (registers_beat_staging).
+  const std::pair<RowFormat, int> plain[] = {{bf16_row(131072), 2}, {f32_row(65536), 2}, {f32_row(262144), 8},
+                                             {bf16_row(524288), 8}};
+  for (const auto& [f, cluster] : plain) {
+    const LaunchPlan r = plan_of(f, h200());
+    EXPECT_EQ(r.shape, Shape::kRowInClusterRegisters) << f.cols;
+    EXPECT_EQ(r.cluster, cluster) << f.cols;
+    EXPECT_EQ(r.threads, 1024) << f.cols;
+  }
+  EXPECT_EQ(plan_of(bf16_row(262144), h200()).shape, Shape::kRowInCluster);  // 4 CTAs: staged
+  EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(131072)), h200()).shape, Shape::kRowInCluster);
   LaunchPlan p;
-  EXPECT_EQ(choose_plan(bf16_row(65536), h200(), Shape::kRowInClusterRegisters, &p), Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(bf16_row(65536), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
+  EXPECT_EQ(p.cluster, 2);
+  EXPECT_EQ(p.threads, 512);
+  EXPECT_EQ(choose_plan(two_pass_row(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &p),
+            Status::kErrorUnsupportedShape);
   EXPECT_EQ(choose_plan(quant_row(bf16_row(65536)), a100(), Shape::kRowInClusterRegisters, &p),
             Status::kErrorUnsupportedShape);
   EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(65536))), h200(), Shape::kRowInClusterRegisters, &p),
@@ -417,6 +446,10 @@ TEST(Plan, RowsThatMustStayOnChipNeverStream) {
   RowFormat f = bf16_row(1 << 19);  // 1 MiB: fits across a cluster of 8
   f.needs_on_chip = true;
   LaunchPlan p;
+  EXPECT_EQ(choose_plan(f, h200(), Shape::kAuto, &p), Status::kSuccess);
+  EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(choose_plan(f, h200(), Shape::kStreaming, &p), Status::kErrorUnsupportedShape);
+  f.row_reductions = 2;  // 16-bit LayerNorm: staged
   EXPECT_EQ(choose_plan(f, h200(), Shape::kAuto, &p), Status::kSuccess);
   EXPECT_EQ(p.shape, Shape::kRowInCluster);
   EXPECT_EQ(choose_plan(f, h200(), Shape::kStreaming, &p), Status::kErrorUnsupportedShape);

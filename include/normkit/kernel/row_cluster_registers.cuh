@@ -23,13 +23,18 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace kernel {
 
-inline constexpr int kClusterRegistersMaxThreads = 512;
+/// CTAs of up to 1024 threads (one per SM, 64 registers a thread, as two of
+/// 512 would be): a row then splits over half the CTAs, and each reduction
+/// waits for fewer of them (fp8 with per-row scales, bf16 N = 131072: 68% ->
+/// 79% of the copy, clusters of 2 instead of 4; docs/performance.md, change
+/// 50).
+inline constexpr int kClusterRegistersMaxThreads = 1024;
 
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
 /// that split so). WHOLE: every access is slot-aligned as well.
 template <class Problem, int VECS, bool WHOLE>
-__global__ void __launch_bounds__(kClusterRegistersMaxThreads, 2)
+__global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
   using Reducer = ClusterAllReduce<BlockAllReduce<kClusterRegistersMaxThreads>>;
   __shared__ typename Reducer::TempStorage temp;

@@ -3,8 +3,8 @@
 // registers, VECS slots per thread (1, 2 or 4; 5 for per-row-quantized rows
 // that 4 slots would give an odd number of warps; 8 for the wide rows of
 // plan.cuh's wide_slots_fit: the same 64 registers hold them without
-// spilling in the WHOLE form; the checked 8-slot form, run only for rows
-// not slot-aligned, spills). The launcher starts one CTA per row; the
+// spilling in the WHOLE form, in CTAs of up to 1024 threads; the checked
+// 8-slot form, run only for rows not slot-aligned, spills). The launcher starts one CTA per row; the
 // loop strides over rows only past gridDim's limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
 // normalize_register_row. And its paired form at 4 or 5 slots (below): the
@@ -22,11 +22,21 @@ NORMKIT_NAMESPACE_BEGIN
 namespace kernel {
 
 inline constexpr int kRowPerBlockMaxThreads = 512;
+/// 8-slot rows take CTAs of up to 1024 threads (x rows up to 128 KiB in 16
+/// bits): one such CTA per SM has the registers of two of 512 (64 a thread
+/// either way), and a row of 64-128 KiB then runs in one CTA instead of a
+/// cluster (docs/performance.md, change 50).
+inline constexpr int kRowPerBlockWideMaxThreads = 1024;
+
+/// The most threads a row_per_block CTA of `vecs` slots a thread may have.
+NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
+  return vecs == 8 ? kRowPerBlockWideMaxThreads : kRowPerBlockMaxThreads;
+}
 
 template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle>
-__global__ void __launch_bounds__(kRowPerBlockMaxThreads, 2)
+__global__ void __launch_bounds__(row_per_block_max_threads(VECS), VECS == 8 ? 1 : 2)
     row_per_block(const __grid_constant__ typename Problem::Params p) {
-  using Reducer = BlockAllReduce<kRowPerBlockMaxThreads, ALGO>;
+  using Reducer = BlockAllReduce<row_per_block_max_threads(VECS), ALGO>;
   __shared__ typename Reducer::TempStorage temp;
   Reducer reducer(temp);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {

@@ -223,13 +223,13 @@ struct Launcher {
     }
   }
 
-  /// A row across a cluster, each CTA's part in registers (planned only for
-  /// outputs that need the row on chip; WHOLE when every access is
-  /// slot-aligned, the parts being whole by plan). Grid: the resident
+  /// A row across a cluster, each CTA's part in registers (planned for
+  /// problems whose rows may take 8 slots a thread; WHOLE when every access
+  /// is slot-aligned, the parts being whole by plan). Grid: the resident
   /// clusters, striding over the rows.
   static Status run_cluster_registers(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                       cudaStream_t stream) {
-    if constexpr (!Problem::Output::kNeedsRowAbsMax || !kWideSlots) {
+    if constexpr (!kWideSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
       constexpr int V = PlanTuning::kWideVecs;

@@ -26,8 +26,11 @@ enum class Shape : int {
   kRowInCluster,  ///< one cluster per row (sm_90), row staged across the CTAs' shared memory
   kStreaming,     ///< row read from memory once per pass; no limit on N
   /// One cluster per row (sm_90), each CTA holding its part in registers (8
-  /// slots per thread); only for outputs that need the row on chip (per-row
-  /// quantization), and only rows that split into whole warps of 8 slots.
+  /// slots per thread, up to 1024 threads); only for problems whose rows may
+  /// take 8 slots a thread, and only rows that split into whole warps of 8
+  /// slots. Automatic for rows that need to stay on chip (per-row
+  /// quantization) past one CTA, and for others where it measured faster
+  /// (plan.cuh, registers_beat_staging).
   kRowInClusterRegisters,
 };
 
@@ -93,7 +96,7 @@ struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int kWideRegisterBytes = 128;          ///< ... in wide rows (see wide_slots_fit)
   static constexpr int kWideVecs = kWideRegisterBytes / 16;  ///< slots per thread in wide rows
-  static constexpr int64_t kAutoWideRegisterRowBytes = 65536;  ///< largest x row in one CTA's registers, wide
+  static constexpr int64_t kAutoWideRegisterRowBytes = 131072;  ///< largest x row in one CTA's registers, wide (1024 threads)
   static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
   static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
@@ -154,10 +157,14 @@ inline constexpr size_t kChunkedStaticSmem = 2048;
 
 /// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
 /// exactly (row_per_block's WHOLE form), for x rows past 32 KiB (which 4
-/// slots cannot hold) up to 64 KiB. Measured (docs/performance.md, change
+/// slots cannot hold) up to 128 KiB (CTAs of up to 1024 threads:
+/// kernel::kRowPerBlockWideMaxThreads). Measured (docs/performance.md, change
 /// 37): RMSNorm to fp8 with per-row scales N = 32768 73% -> 99% of the copy,
 /// int8 68.5% -> 93%, RMSNorm 16-bit N = 32768 92% -> 99%, LayerNorm fp32
-/// N = 16384 88% -> 99% (all staged before). Half the threads per row halve
+/// N = 16384 88% -> 99% (all staged before); change 50, rows of 64-128 KiB
+/// in one CTA of 1024 threads instead of a cluster of 2: fp8 with per-row
+/// scales bf16 N = 65536 84.5% -> 87%, int8 81% -> 84%, RMSNorm 16-bit 91%
+/// -> 92-93%, fused add + RMSNorm within a point. Half the threads per row halve
 /// the fixed work per element (the reduction, addresses, the row's scale) and
 /// twice the rows are in flight per SM. Not for shorter rows, though there
 /// per-row fp8 ran 89-96.5% -> 99-100.5% with x in DRAM (changes 37 and 39):
@@ -174,7 +181,8 @@ inline bool wide_slots_fit(const RowFormat& f) {
   }
   const int64_t bytes = x_row_bytes(f);
   if (bytes <= PlanTuning::kAutoRegisterRowBytes || bytes > PlanTuning::kAutoWideRegisterRowBytes) return false;
-  return whole_warp_threads(f.cols / f.vec, PlanTuning::kWideVecs, kernel::kRowPerBlockMaxThreads) > 0;
+  constexpr int kMaxThreads = kernel::row_per_block_max_threads(PlanTuning::kWideVecs);
+  return whole_warp_threads(f.cols / f.vec, PlanTuning::kWideVecs, kMaxThreads) > 0;
 }
 
 // Register shapes give each thread as many slots as they can (up to 4, 64
@@ -284,7 +292,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
       threads = fives;
     }
     for (int v = max_vecs; vecs == 0 && v >= 2; v /= 2) {
-      threads = whole_warp_threads(slots, v, kernel::kRowPerBlockMaxThreads);
+      threads = whole_warp_threads(slots, v, kernel::row_per_block_max_threads(v));
       if (threads > 0) vecs = v;
     }
     if (vecs > 0) {
@@ -296,7 +304,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
     }
   }
   const int64_t threads = ceil_div(ceil_div(slots, max_vecs), 32) * 32;
-  if (threads > kernel::kRowPerBlockMaxThreads) return false;
+  if (threads > kernel::row_per_block_max_threads(max_vecs)) return false;
   p->shape = Shape::kRowPerBlock;
   p->vecs = max_vecs;
   p->threads = static_cast<int>(threads);
@@ -326,13 +334,17 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
 }
 
 /// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
-/// whole warps at 8 slots per thread, each part in one CTA's registers. Only
-/// for outputs that need the row on chip: measured against staging
-/// (docs/performance.md, change 37), RMSNorm to fp8 with per-row scales
-/// N = 65536 70% -> 84.5%, 131072 61% -> 68.5%, 262144 58% -> 64.5%; for
-/// RMSNorm bf16 131072 and fused add + RMSNorm it lost 2-5 points.
+/// whole warps at 8 slots per thread (up to 1024 threads a CTA), each part in
+/// one CTA's registers. Only for outputs that need the row on chip: measured
+/// against staging (docs/performance.md, change 37), RMSNorm to fp8 with
+/// per-row scales N = 65536 70% -> 84.5%, 131072 61% -> 68.5%, 262144 58% ->
+/// 64.5%; for RMSNorm bf16 131072 and fused add + RMSNorm it lost 2-5
+/// points. CTAs of 1024 threads rather than 512 (change 50): 131072 68% ->
+/// 79%, 262144 64.5% -> 68% (int8 65% -> 76%, 63% -> 65.5%). Rows that need
+/// not stay on chip take it where it measured faster than the staged shapes
+/// (change 52; registers_beat_staging).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
-  if (!d.cluster_launch || !f.needs_on_chip || f.vec <= 0 || f.cols % f.vec != 0 ||
+  if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
       !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
     return false;
   }
@@ -351,6 +363,21 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
     }
   }
   return false;
+}
+
+/// Whether the automatic plan runs a row that need not stay on chip
+/// (plain and fused-add rows) across a cluster's registers (`p`, a
+/// row_in_cluster_registers plan) rather than staged or streamed: in
+/// clusters of 2, and for rows past what is staged (which would stream).
+/// Measured with 1024-thread CTAs (docs/performance.md, change 52):
+/// clusters of 2, bf16 N = 131072, RMSNorm 86.5% -> 90% of the copy, add +
+/// RMSNorm 92% -> 93.5% (in place the same), LayerNorm fp32 N = 131072 in
+/// clusters of 4 77% -> 81% but RMSNorm fp32 there 85% -> 84%, and bf16
+/// N = 262144 in clusters of 4 RMSNorm 83.5% -> 79.5%, add + RMSNorm -1 (so
+/// not clusters of 4); rows of 1 MiB, fp32 N = 262144 in clusters of 8,
+/// streamed before: RMSNorm 66% -> 74%, LayerNorm 62.5% -> 68%.
+inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
+  return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes;
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
@@ -397,7 +424,9 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f)) &&
                  detail::plan_row_per_block(f, vecs, &p)) {
         ok = true;
-      } else if (f.needs_on_chip && detail::plan_cluster_registers(f, d, &p)) {
+      } else if (LaunchPlan r; detail::plan_cluster_registers(f, d, &r) &&
+                                (f.needs_on_chip || detail::registers_beat_staging(f, r))) {
+        p = r;
         ok = true;
       } else if (row_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
         // Rows up to 512 KiB are staged across a cluster of up to 8 CTAs:
