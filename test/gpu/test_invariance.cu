@@ -23,6 +23,13 @@ constexpr int64_t kMaxRows = 67;
 // per-row quantized output's cluster-register shape.
 const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 300000};
 
+// Under compute-sanitizer (nktest::quick_mode) the tests over kLengths and
+// the aligned/misaligned one keep rows up to 65536 and leave the longer ones
+// to the plain run: with them, racecheck ran these tests past its deadline
+// (device run 106). The long-row kernels still run under every sanitizer in
+// the shape, quant and fused tests.
+bool left_to_plain_run(int64_t n) { return nktest::quick_mode() && n > 65536; }
+
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
 // input and returns the output bytes of row `probe`.
 template <class Launch>
@@ -58,6 +65,7 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   for (int64_t n : kLengths) {
+    if (left_to_plain_run(n)) continue;
     const int64_t bytes = kMaxRows * n * 2;
     DeviceBuffer x(bytes), r(bytes), h(bytes), y(bytes), w(n * 2), scales(kMaxRows * 4);
     fill_random(x, seed);
@@ -121,6 +129,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
   for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 40000, 65536, 131072, 300000}) {
+    if (left_to_plain_run(n)) continue;
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
     DeviceBuffer x_ref(bytes), r_ref(bytes);
@@ -282,6 +291,7 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
 TEST(BatchInvariance, RepeatedRunsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   for (int64_t n : kLengths) {
+    if (left_to_plain_run(n)) continue;
     const int64_t bytes = kMaxRows * n * 2;
     DeviceBuffer x(bytes), y(bytes);
     fill_random(x, nktest::fresh_seed());

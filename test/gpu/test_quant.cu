@@ -367,6 +367,7 @@ TEST(Quant, Int8RowsWithANanAreWrittenAsDocumented) {
           c.static_scale = 0.01f;
         }
         ASSERT_EQ(cudaMemset(y.data(), 0x5a, y.size()), cudaSuccess);
+        ASSERT_EQ(cudaMemset(scales.data(), 0x5a, scales.size()), cudaSuccess);  // a static scale writes none
         ASSERT_EQ(nktest::launch_quant(c), normkit::Status::kSuccess);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         std::vector<int8_t> out(rows * n);
