@@ -159,6 +159,19 @@ TEST(Fused, DtypesStridesAndFp32Weights) {
     c.w = DType::kF32;
     c.cols = 5120;
     check_fused(c);
+    // fp32 rows of 128 KiB: 1024 threads x 8 slots; of 256 KiB: a cluster
+    // of 2 CTAs' registers (LayerNorm with TwoPass in one walk there).
+    for (int64_t n : {32768, 65536}) {
+      for (bool in_place : {false, true}) {
+        FusedCase f;
+        f.op = op;
+        f.t = f.w = DType::kF32;
+        f.cols = n;
+        f.rows = 5;
+        f.in_place = in_place;
+        check_fused(f);
+      }
+    }
   }
 }
 

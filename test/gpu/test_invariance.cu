@@ -19,15 +19,17 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-// 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads); 131072: the
-// per-row quantized output's cluster-register shape.
+// 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads); 131072: a
+// cluster of 2 CTAs' registers (RMSNorm, plain, fused and quantized; LayerNorm bf16
+// with TwoPass stays staged).
 const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 300000};
 
 // Under compute-sanitizer (nktest::quick_mode) the tests over kLengths and
 // the aligned/misaligned one keep rows up to 65536 and leave the longer ones
 // to the plain run: with them, racecheck ran these tests past its deadline
 // (device run 106). The long-row kernels still run under every sanitizer in
-// the shape, quant and fused tests.
+// the shape, quant, fused and layout tests (misaligned included: test_layout
+// at N = 65536, whose fp32 rows take a cluster's registers).
 bool left_to_plain_run(int64_t n) { return nktest::quick_mode() && n > 65536; }
 
 // Runs `launch(first_row, rows)` on rows [first_row, first_row + rows) of one
@@ -123,7 +125,8 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // kernel when misaligned; N = 5120 the 5-slot row_per_block kernel of the
 // per-row-quantized outputs (fp8 and int8), checked and WHOLE; N = 65536 the
 // 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
-// quantized outputs' cluster-register kernel (clusters of 2 such CTAs).
+// cluster-register kernel (clusters of 2 such CTAs) of RMSNorm, plain, fused
+// and quantized.
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();

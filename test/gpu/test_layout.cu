@@ -25,7 +25,9 @@ const ShapeLength kShapes[] = {{Shape::kRowsPerWarp, 100, 301},  {Shape::kRowPer
                                {Shape::kStreaming, 300007, 3},
                                // fp32 rows of 64 KiB and 16-bit RMSNorm rows of 64 KiB: 8 slots per thread
                                // (the checked form where pointers or strides are not slot-aligned)
-                               {Shape::kAuto, 16384, 5},         {Shape::kAuto, 32768, 5}};
+                               {Shape::kAuto, 16384, 5},         {Shape::kAuto, 32768, 5},
+                               // 16-bit RMSNorm: 1024 threads x 8 slots; fp32: a cluster of 2 CTAs' registers
+                               {Shape::kAuto, 65536, 5}};
 
 class Layouts : public ::testing::TestWithParam<ShapeLength> {
  protected:

@@ -84,11 +84,13 @@ std::vector<ShapeParam> shape_params() {
     v.push_back({Op::kRmsNorm, DType::kBF16, DType::kBF16, DType::kBF16, StatsKind::kTwoPass, sh});
     v.push_back({Op::kRmsNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, sh});
   }
-  // Rows across a cluster's registers: every problem whose rows may take 8
-  // slots a thread (not 16-bit LayerNorm with TwoPass, which spills there).
+  // Rows across a cluster's registers: every problem above whose rows may
+  // take 8 slots a thread (not 16-bit LayerNorm with TwoPass, which spills
+  // there).
   const Shape regs = Shape::kRowInClusterRegisters;
   v.push_back({Op::kLayerNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, regs});
   v.push_back({Op::kLayerNorm, DType::kBF16, DType::kBF16, DType::kF32, StatsKind::kWelford, regs});
+  v.push_back({Op::kLayerNorm, DType::kF16, DType::kF16, DType::kF16, StatsKind::kWelford, regs});
   v.push_back({Op::kRmsNorm, DType::kBF16, DType::kBF16, DType::kBF16, StatsKind::kTwoPass, regs});
   v.push_back({Op::kRmsNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, regs});
   return v;

@@ -178,7 +178,8 @@ TEST(Plan, RegisterRowsThenSharedMemoryThenClusterThenStreaming) {
   EXPECT_EQ(plan_of(bf16_row(32776), h200()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(bf16_row(65536), h200()).shape, Shape::kRowPerBlock);  // 1024 threads x 8 slots
   EXPECT_EQ(plan_of(bf16_row(65544), h200()).cluster, 2);                  // a partial slot: staged
-  // Rows up to 512 KiB stay on chip; longer ones stream (RowsStayOnChipUpTo512KiB).
+  // Rows up to 512 KiB stay on chip; longer ones stream (RowsStayOnChipUpTo512KiB)
+  // unless they split across a cluster's registers (RowsKeptOnChipSplit...).
   EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(f32_row(131073), h200()).shape, Shape::kStreaming);
   EXPECT_EQ(plan_of(bf16_row(262145), h200()).shape, Shape::kStreaming);
@@ -224,7 +225,8 @@ TEST(Plan, ClustersArePowersOfTwo) {
 }
 
 // Rows are staged on chip, across a cluster of up to 8 CTAs, up to 512 KiB
-// (changes 33 and 38: faster than streaming's two reads); longer ones stream.
+// (changes 33 and 38: faster than streaming's two reads); longer ones stream
+// unless they split across a cluster's registers (change 52).
 TEST(Plan, RowsStayOnChipUpTo512KiB) {
   const LaunchPlan p = plan_of(bf16_row(262144), h200());
   EXPECT_EQ(p.shape, Shape::kRowInCluster);
@@ -468,10 +470,14 @@ TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
       }
       switch (p.shape) {
         case Shape::kRowsPerWarp: EXPECT_GE(int64_t{p.group} * p.vecs * f.vec, n); break;
-        case Shape::kRowPerBlock: EXPECT_GE(int64_t{p.threads} * p.vecs * f.vec, n); break;
+        case Shape::kRowPerBlock:
+          EXPECT_GE(int64_t{p.threads} * p.vecs * f.vec, n);
+          EXPECT_LE(p.threads, normkit::kernel::row_per_block_max_threads(p.vecs)) << n;  // the launch bounds
+          break;
         case Shape::kRowInClusterRegisters:
           EXPECT_EQ(int64_t{p.threads} * p.vecs * f.vec * p.cluster, n);  // whole parts, nothing to spare
           EXPECT_EQ(p.chunk * p.cluster, n);
+          EXPECT_LE(p.threads, normkit::kernel::kClusterRegistersMaxThreads) << n;
           break;
         default:
           EXPECT_GE(p.chunk * p.cluster, n);

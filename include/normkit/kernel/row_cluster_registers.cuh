@@ -2,11 +2,12 @@
 // counterpart in registers: kRowInClusterRegisters). A
 // cluster of C CTAs (sm_90) holds one row at a time, each CTA its own part of
 // the columns in registers, VECS slots per thread (the register shapes' row
-// code, normalize_register_part), combined by ClusterAllReduce. For outputs
-// that need the row on chip (per-row quantization) past what one CTA's
-// registers hold: the row is read once and never staged through shared
+// code, normalize_register_part), combined by ClusterAllReduce. First for
+// outputs that need the row on chip (per-row quantization) past what one
+// CTA's registers hold: the row is read once and never staged through shared
 // memory, and a CTA's work per row is one load, the reductions and one store
-// (docs/performance.md, change 37).
+// (docs/performance.md, change 37); since change 52 also for other rows
+// where it measured faster than staging (plan.cuh, registers_beat_staging).
 //
 // The grid is as many clusters as are resident, striding over the rows:
 // launching a cluster per row measured 7-20 points slower (each cluster then

@@ -1,11 +1,12 @@
 // normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
-// threads, chosen at run time, up to kRowPerBlockMaxThreads) holds one row in
-// registers, VECS slots per thread (1, 2 or 4; 5 for per-row-quantized rows
-// that 4 slots would give an odd number of warps; 8 for the wide rows of
-// plan.cuh's wide_slots_fit: the same 64 registers hold them without
-// spilling in the WHOLE form, in CTAs of up to 1024 threads; the checked
-// 8-slot form, run only for rows not slot-aligned, spills). The launcher starts one CTA per row; the
-// loop strides over rows only past gridDim's limit. Statistics use the block
+// threads, chosen at run time, up to row_per_block_max_threads(VECS): 512,
+// 1024 at 8 slots) holds one row in registers, VECS slots per thread (1, 2
+// or 4; 5 for per-row-quantized rows that 4 slots would give an odd number
+// of warps; 8 for the wide rows of plan.cuh's wide_slots_fit: the same 64
+// registers hold them without spilling in the WHOLE form; the checked
+// 8-slot form, run only for rows not slot-aligned, spills). The launcher
+// starts one CTA per row; the loop strides over rows only past gridDim's
+// limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
 // normalize_register_row. And its paired form at 4 or 5 slots (below): the
 // same bits in half the threads, for batches whose x comes from DRAM.

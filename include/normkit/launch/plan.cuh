@@ -96,7 +96,8 @@ struct PlanTuning {
   static constexpr int kMaxRegisterBytes = 64;            ///< bytes of a row a thread holds (register shapes)
   static constexpr int kWideRegisterBytes = 128;          ///< ... in wide rows (see wide_slots_fit)
   static constexpr int kWideVecs = kWideRegisterBytes / 16;  ///< slots per thread in wide rows
-  static constexpr int64_t kAutoWideRegisterRowBytes = 131072;  ///< largest x row in one CTA's registers, wide (1024 threads)
+  /// largest x row in one CTA's registers, wide (1024 threads of 8 slots)
+  static constexpr int64_t kAutoWideRegisterRowBytes = 131072;
   static constexpr int64_t kShortRowBytes = 2048;          ///< x rows up to this size ...
   static constexpr int kShortRowRegisterBytes = 32;        ///< ... hold 32 bytes per thread
   static constexpr int64_t kAutoRegisterRowBytes = 32768;  ///< largest x row (bytes) kept in registers
@@ -335,7 +336,7 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
 
 /// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
 /// whole warps at 8 slots per thread (up to 1024 threads a CTA), each part in
-/// one CTA's registers. Only for outputs that need the row on chip: measured
+/// one CTA's registers. First for outputs that need the row on chip: measured
 /// against staging (docs/performance.md, change 37), RMSNorm to fp8 with
 /// per-row scales N = 65536 70% -> 84.5%, 131072 61% -> 68.5%, 262144 58% ->
 /// 64.5%; for RMSNorm bf16 131072 and fused add + RMSNorm it lost 2-5
@@ -435,7 +436,8 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
         // 33), and, once a cluster reduction no longer cost a cluster barrier
         // (change 35), plain rows too: RMSNorm 16-bit N = 262144 68% -> 82.5%,
         // fp32 131072 71.5% -> 85%, LayerNorm bf16 262144 67% -> 73% (change
-        // 38). Longer rows stream.
+        // 38). Longer rows stream, but for those a cluster holds in registers
+        // (above).
         ok = detail::plan_streaming(f, d, &p);
       } else {
         int c = detail::cluster_size(detail::ceil_div(row_bytes, PlanTuning::kStagedChunkBytes));
