@@ -18,6 +18,23 @@
 
 NORMKIT_NAMESPACE_BEGIN
 
+namespace detail {
+
+/// The warp-shuffle all-reduce's last stage, shared with the reducers that
+/// must give its bits (PairedBlockAllReduce): once lane 0 of each warp has
+/// written its partial, a barrier, then every warp reduces partials 0 ..
+/// count - 1 itself (lane i takes partial i, the identity past count), so
+/// every thread gets the same result and no second barrier is needed.
+template <class T, class Op>
+NORMKIT_DEVICE T reduce_warp_partials(const T* partials, int count, Op op) {
+  __syncthreads();
+  const int lane = threadIdx.x % 32;
+  const T w = lane < count ? partials[lane] : Op::template identity<T>();
+  return WarpAllReduce<32>::all_reduce(w, op);
+}
+
+}  // namespace detail
+
 enum class BlockReduceAlgorithm { kWarpShuffle, kCub };
 
 /// All-reduce over a CTA of blockDim.x threads (a multiple of 32, at most
@@ -53,10 +70,9 @@ class BlockAllReduce {
       v = WarpAllReduce<32>::all_reduce(v, op);
       T* partials = reinterpret_cast<T*>(storage_.partials[phase_]);
       if (lane == 0) partials[warp] = v;
-      __syncthreads();
-      T w = lane < warps ? partials[lane] : Op::template identity<T>();
+      const T r = detail::reduce_warp_partials(partials, warps, op);
       phase_ ^= 1;
-      return WarpAllReduce<32>::all_reduce(w, op);
+      return r;
     } else {
       using Cub = cub::BlockReduce<T, MAX_THREADS, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
       static_assert(sizeof(typename Cub::TempStorage) <= kCubBytes,

@@ -8,11 +8,12 @@
 // as Parts<T, 2>: lane l of warp u holds lane l of the larger CTA's warps u
 // and u + warps. Each part goes through that warp's butterfly in turn, lane
 // 0 writes the two warp partials where the larger CTA's warps would, and the
-// last stage is BlockAllReduce's own.
+// last stage is BlockAllReduce's own (detail::reduce_warp_partials).
 #pragma once
 
 #include "../config.cuh"
 #include "../stats/row_stats.cuh"
+#include "block_reduce.cuh"
 #include "reduce_ops.cuh"
 #include "warp_reduce.cuh"
 
@@ -48,10 +49,9 @@ class PairedBlockAllReduce {
     if (lane == 0) partials[warp] = w0;
     const T w1 = WarpAllReduce<32>::all_reduce(v.part[1], op);
     if (lane == 0) partials[warp + warps] = w1;
-    __syncthreads();
-    const T all = lane < 2 * warps ? partials[lane] : Op::template identity<T>();
+    const T r = detail::reduce_warp_partials(partials, 2 * warps, op);
     phase_ ^= 1;
-    return WarpAllReduce<32>::all_reduce(all, op);
+    return r;
   }
 
   /// A value without parts: only for operators without order (see above),
