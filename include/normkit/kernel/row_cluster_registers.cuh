@@ -33,7 +33,8 @@ inline constexpr int kClusterRegistersMaxThreads = 1024;
 
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
-/// that split so). WHOLE: every access is slot-aligned as well.
+/// that split so; the checked form relies on it, as it checks no bounds).
+/// WHOLE: every access is slot-aligned as well.
 template <class Problem, int VECS, bool WHOLE>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
@@ -42,8 +43,11 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   Reducer reducer(temp);
   const unsigned csize = reducer.size();
   const int64_t col_base = static_cast<int64_t>(reducer.rank()) * part;
+  // The parts are whole (see above): the checked form needs no bounds, only
+  // narrower accesses (detail::kEverySlotValid).
+  const int64_t cols = WHOLE ? part : detail::kEverySlotValid;
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
-    detail::normalize_register_part<Problem, VECS, WHOLE>(p, row, true, col_base, part, reducer.rank() == 0,
+    detail::normalize_register_part<Problem, VECS, WHOLE>(p, row, true, col_base, cols, reducer.rank() == 0,
                                                           threadIdx.x, blockDim.x, reducer);
   }
   reducer.finish();

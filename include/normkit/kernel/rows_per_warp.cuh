@@ -76,6 +76,16 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   if (active) store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v);
 }
 
+/// What the checked (not WHOLE) forms of the register kernels whose slots
+/// always hold the part exactly (row_per_block at 5 and 8 slots,
+/// row_in_cluster_registers) pass as the part's column count: every slot is
+/// valid there in any case, and with a bound no slot reaches the compiler
+/// drops the partial-slot code, so those forms keep only the narrower
+/// accesses of rows that are not slot-aligned (ptxas: add + RMSNorm's
+/// checked 8-slot form spilled 4092 bytes, 540 with it; docs/performance.md,
+/// change 53). Statistics still divide by p.cols.
+inline constexpr int64_t kEverySlotValid = int64_t{1} << 40;
+
 /// The whole row (rows_per_warp, row_per_block).
 template <class Problem, int VECS, bool WHOLE, class Reducer>
 NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
