@@ -10,7 +10,7 @@
 // still spills some: change 53). The launcher starts one CTA per row; the
 // loop strides over rows only past gridDim's limit. Statistics use the block
 // all-reduce (shuffles, then one barrier per reduction). WHOLE: see
-// normalize_register_row. And its paired form at 4 or 5 slots (below): the
+// normalize_register_part. And its paired form at 4 or 5 slots (below): the
 // same bits in half the threads, for batches whose x comes from DRAM.
 #pragma once
 

@@ -86,13 +86,6 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
 /// change 53). Statistics still divide by p.cols.
 inline constexpr int64_t kEverySlotValid = int64_t{1} << 40;
 
-/// The whole row (rows_per_warp, row_per_block).
-template <class Problem, int VECS, bool WHOLE, class Reducer>
-NORMKIT_DEVICE void normalize_register_row(const typename Problem::Params& p, int64_t row, bool active,
-                                           int lane, int team, Reducer& reducer) {
-  normalize_register_part<Problem, VECS, WHOLE>(p, row, active, 0, p.cols, true, lane, team, reducer);
-}
-
 /// rows_per_warp's loop: each group of `team` lanes of the CTA normalizes
 /// one row at a time (PARTS: see normalize_register_part), striding over the
 /// rows with the grid.
