@@ -118,7 +118,10 @@ Status run_add(typename Problem::Params p, const Args& a, const LaunchOptions& o
   return plan_only ? Launcher<Problem>::plan(p, opts, plan_only) : Launcher<Problem>::run(p, opts, stream);
 }
 
-template <class X, class R, class Y, class W, class Epilogue = epilogue::Scale<W>>
+// Fused add + RMSNorm reads its weight through the read-only path: +1.3 to
+// +4.1 points of the copy at N = 32768-65536 (95.4-95.9% at 32768), within
+// a point elsewhere, small batches 0.1 us slower (change 61).
+template <class X, class R, class Y, class W, class Epilogue = epilogue::Scale<W, false, true>>
 using AddRmsNormProblem = Problem<X, stats::MeanSquare, Epilogue, input::AddResidual<X, R>, output::Convert<Y>>;
 template <class X, class R, class Y, class W, class Stats = stats::TwoPass, class Epilogue = epilogue::Affine<W>>
 using AddLayerNormProblem = Problem<X, Stats, Epilogue, input::AddResidual<X, R>, output::Convert<Y>>;

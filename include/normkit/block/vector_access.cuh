@@ -216,6 +216,28 @@ NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
 }
 
+/// load_slot_raw<16> for memory no thread writes while the kernel runs (the
+/// weight and bias vectors): ld.global.nc, which the compiler may issue
+/// ahead of the stores that precede it in the code. An output walk loads a
+/// slot's weight, then stores the slot; with plain loads each weight load
+/// waits behind the previous slot's store, one L2 round trip per slot in
+/// turn (ncu of RMSNorm bf16 N = 65536: over half the warps' stall samples
+/// there; docs/performance.md, change 61). Not the default for every
+/// problem: where registers are tight the hoisted loads cost more than they
+/// save (change 57).
+template <class T, int VEC>
+NORMKIT_DEVICE void load_slot_read_only(const T* src, RawSlot<T, VEC>& dst) {
+  constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+  if constexpr (kBytes % 16 != 0) {
+    load_slot_raw<16, T, VEC>(src, dst);
+  } else {
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst.v);
+#pragma unroll
+    for (int i = 0; i < kBytes / 16; ++i) d[i] = __ldg(s + i);
+  }
+}
+
 /// Stores one full slot to global memory with accesses of W bytes. The 16- and
 /// 8-byte forms are written as PTX: written as C++, the compiler merged the
 /// branches of with_access_width that store the same slot and emitted every
