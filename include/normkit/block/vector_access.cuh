@@ -204,8 +204,17 @@ NORMKIT_HOST_DEVICE int access_bytes_for(const void* ptr, int64_t row_stride_ele
 namespace detail {
 
 /// Copies one full slot with accesses of W bytes (W divides the slot size or
-/// exceeds it, in which case the slot is moved in one access).
-template <int W, class T, int VEC>
+/// exceeds it, in which case the slot is moved in one access). READ_ONLY: for
+/// memory no thread writes while the kernel runs (the weight and bias
+/// vectors), through the read-only path (ld.global.nc), which the compiler
+/// may issue ahead of the stores that precede it in the code. An output walk
+/// loads a slot's weight, then stores the slot; with plain loads each weight
+/// load waits behind the previous slot's store, one L2 round trip per slot in
+/// turn (ncu of RMSNorm bf16 N = 65536: over half the warps' stall samples
+/// there; docs/performance.md, change 61). Not the default for every
+/// problem: where registers are tight the hoisted loads cost more than they
+/// save (change 57).
+template <int W, class T, int VEC, bool READ_ONLY = false>
 NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
   constexpr int kW = W < kBytes ? W : kBytes;
@@ -213,28 +222,12 @@ NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   const Access* s = reinterpret_cast<const Access*>(src);
   Access* d = reinterpret_cast<Access*>(dst.v);
 #pragma unroll
-  for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
-}
-
-/// load_slot_raw<16> for memory no thread writes while the kernel runs (the
-/// weight and bias vectors): ld.global.nc, which the compiler may issue
-/// ahead of the stores that precede it in the code. An output walk loads a
-/// slot's weight, then stores the slot; with plain loads each weight load
-/// waits behind the previous slot's store, one L2 round trip per slot in
-/// turn (ncu of RMSNorm bf16 N = 65536: over half the warps' stall samples
-/// there; docs/performance.md, change 61). Not the default for every
-/// problem: where registers are tight the hoisted loads cost more than they
-/// save (change 57).
-template <class T, int VEC>
-NORMKIT_DEVICE void load_slot_read_only(const T* src, RawSlot<T, VEC>& dst) {
-  constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
-  if constexpr (kBytes % 16 != 0) {
-    load_slot_raw<16, T, VEC>(src, dst);
-  } else {
-    const uint4* s = reinterpret_cast<const uint4*>(src);
-    uint4* d = reinterpret_cast<uint4*>(dst.v);
-#pragma unroll
-    for (int i = 0; i < kBytes / 16; ++i) d[i] = __ldg(s + i);
+  for (int i = 0; i < kBytes / kW; ++i) {
+    if constexpr (READ_ONLY && kW == 16) {  // narrower slots: the plain load (as measured)
+      d[i] = __ldg(s + i);
+    } else {
+      d[i] = s[i];
+    }
   }
 }
 

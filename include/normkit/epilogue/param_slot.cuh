@@ -35,7 +35,7 @@ NORMKIT_DEVICE void load_param_slot(const W* p, int64_t col0, int valid, float f
 
 /// load_param_slot for a slot known to be whole and aligned (the launcher
 /// checked param_aligned for p): one vector access, no checks but for null.
-/// READ_ONLY: through the read-only path (detail::load_slot_read_only).
+/// READ_ONLY: through the read-only path (detail::load_slot_raw).
 template <class W, int VEC, bool READ_ONLY = false>
 NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, float (&out)[VEC]) {
   if (p == nullptr) {
@@ -44,11 +44,7 @@ NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, 
     return;
   }
   detail::RawSlot<W, VEC> raw;
-  if constexpr (READ_ONLY) {
-    detail::load_slot_read_only<W, VEC>(p + col0, raw);
-  } else {
-    detail::load_slot_raw<16, W, VEC>(p + col0, raw);
-  }
+  detail::load_slot_raw<16, W, VEC, READ_ONLY>(p + col0, raw);
   detail::slot_to_float(raw, out);
 }
 
