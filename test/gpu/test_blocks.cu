@@ -15,6 +15,7 @@
 #include <normkit/block/row_loader.cuh>
 #include <normkit/block/warp_reduce.cuh>
 #include <normkit/epilogue/affine.cuh>
+#include <normkit/epilogue/hooks.cuh>
 #include <normkit/kernel/row_views.cuh>
 #include <normkit/stats/mean_square.cuh>
 #include <normkit/stats/two_pass.cuh>
@@ -552,6 +553,133 @@ TEST(Epilogues, AffineScaleOptionalParamsAndWeightOffset) {
       for (int i = 0; i < valid; ++i) EXPECT_FLOAT_EQ(o[i], xh[i] * (1 + w[col0 + i]));
     }
   }
+}
+
+// The WHOLE form's parameter caching (change 62): Scale reads its weight with
+// every combination of READ_ONLY_LOADS and ParamCaching (four load paths, two
+// of them inline PTX) and must give apply's values; an epilogue without the
+// caching hook is called as apply_whole<VEC> (or apply, without the WHOLE
+// hooks) through detail::CachedEpilogue, which the 8-slot row_per_block uses.
+struct TimesTwoTimesThree {  // apply and apply_whole told apart by their results
+  struct Params {};
+  template <int VEC>
+  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
+    for (int i = 0; i < VEC; ++i) v[i] *= 2.f;
+  }
+  template <int VEC>
+  static bool whole_slots(const Params&) {
+    return true;
+  }
+  template <int VEC>
+  static __device__ void apply_whole(const Params&, int64_t, int64_t, float (&v)[VEC]) {
+    for (int i = 0; i < VEC; ++i) v[i] *= 3.f;
+  }
+};
+struct TimesTwo {  // no WHOLE hooks
+  struct Params {};
+  template <int VEC>
+  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
+    for (int i = 0; i < VEC; ++i) v[i] *= 2.f;
+  }
+};
+
+using normkit::ParamCaching;
+static_assert(normkit::detail::HasCachedWhole<normkit::epilogue::Scale<float>, 8, ParamCaching::kKeepInL1>::value,
+              "Scale takes the caching hint");
+static_assert(!normkit::detail::HasCachedWhole<normkit::epilogue::Affine<float>, 8, ParamCaching::kKeepInL1>::value,
+              "Affine does not (weight and bias together do not stay in L1)");
+static_assert(!normkit::detail::HasCachedWhole<TimesTwoTimesThree, 8, ParamCaching::kKeepInL1>::value);
+
+template <class Epi, int VEC, bool WHOLE, ParamCaching C, class W>
+__global__ void whole_epilogue_kernel(const W* w, int64_t col0, const float* in, float* out) {
+  float v[VEC];
+  for (int i = 0; i < VEC; ++i) v[i] = in[i];
+  typename Epi::Params p{};
+  if constexpr (!std::is_empty_v<typename Epi::Params>) p.weight = w;
+  normkit::detail::apply_epilogue<Epi, VEC, WHOLE, C>(p, 0, col0, VEC, v);
+  for (int i = 0; i < VEC; ++i) out[i] = v[i];
+}
+
+template <class W, int VEC>
+void check_scale_caching() {
+  std::vector<W> w(64);
+  std::vector<float> wf(64), xh(VEC);
+  for (int i = 0; i < 64; ++i) {
+    wf[i] = 0.5f + static_cast<float>(i) / 64.f;  // exact in bf16
+    w[i] = normkit::detail::from_float<W>(wf[i]);
+  }
+  for (int i = 0; i < VEC; ++i) xh[i] = 1.25f - 0.375f * static_cast<float>(i);
+  DeviceBuffer dw(64 * sizeof(W)), din(VEC * 4), dout(VEC * 4);
+  NK_CUDA_OK(cudaMemcpy(dw.data(), w.data(), 64 * sizeof(W), cudaMemcpyHostToDevice));
+  NK_CUDA_OK(cudaMemcpy(din.data(), xh.data(), VEC * 4, cudaMemcpyHostToDevice));
+  const W* pw = reinterpret_cast<const W*>(dw.data());
+  const float* in = reinterpret_cast<const float*>(din.data());
+  float* out = reinterpret_cast<float*>(dout.data());
+  auto check = [&](auto launch, const char* what, int64_t col0, bool offset) {
+    NK_CUDA_OK(cudaMemset(out, 0xff, VEC * 4));  // NaN
+    launch();
+    NK_CUDA_OK(cudaGetLastError());
+    std::vector<float> o(VEC);
+    NK_CUDA_OK(cudaMemcpy(o.data(), out, VEC * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < VEC; ++i)
+      EXPECT_EQ(o[i], xh[i] * (offset ? 1.f + wf[col0 + i] : wf[col0 + i])) << what << " col0 " << col0 << " i " << i;
+  };
+  using normkit::epilogue::Scale;
+  for (int64_t col0 : {0, VEC, 5 * VEC}) {  // whole, aligned slots
+    check([&] { whole_epilogue_kernel<Scale<W>, VEC, true, ParamCaching::kDefault><<<1, 1>>>(pw, col0, in, out); },
+          "plain", col0, false);
+    check([&] { whole_epilogue_kernel<Scale<W>, VEC, true, ParamCaching::kKeepInL1><<<1, 1>>>(pw, col0, in, out); },
+          "kept in L1", col0, false);
+    check([&] {
+      whole_epilogue_kernel<Scale<W, false, true>, VEC, true, ParamCaching::kDefault><<<1, 1>>>(pw, col0, in, out);
+    }, "read-only", col0, false);
+    check([&] {
+      whole_epilogue_kernel<Scale<W, false, true>, VEC, true, ParamCaching::kKeepInL1><<<1, 1>>>(pw, col0, in, out);
+    }, "read-only, kept in L1", col0, false);
+    check([&] {
+      whole_epilogue_kernel<Scale<W, true, true>, VEC, true, ParamCaching::kKeepInL1><<<1, 1>>>(pw, col0, in, out);
+    }, "(1 + w), read-only, kept in L1", col0, true);
+    check([&] {
+      using Cached = normkit::detail::CachedEpilogue<Scale<W>, ParamCaching::kKeepInL1>;
+      whole_epilogue_kernel<Cached, VEC, true, ParamCaching::kDefault><<<1, 1>>>(pw, col0, in, out);
+    }, "CachedEpilogue", col0, false);
+  }
+}
+
+TEST(Epilogues, WholeFormParamCachingGivesApplysValues) {
+  NK_REQUIRE_GPU();
+  check_scale_caching<float, 4>();
+  check_scale_caching<float, 8>();
+  check_scale_caching<normkit::bfloat16, 8>();
+  check_scale_caching<normkit::half, 8>();
+}
+
+TEST(Epilogues, CachedEpilogueCallsHooklessEpiloguesAsBefore) {
+  NK_REQUIRE_GPU();
+  DeviceBuffer din(32), dout(32);
+  const float xh[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  NK_CUDA_OK(cudaMemcpy(din.data(), xh, 32, cudaMemcpyHostToDevice));
+  const float* in = reinterpret_cast<const float*>(din.data());
+  float* out = reinterpret_cast<float*>(dout.data());
+  auto result = [&](auto launch) {
+    EXPECT_EQ(cudaMemset(out, 0xff, 32), cudaSuccess);
+    launch();
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    std::vector<float> o(8);
+    EXPECT_EQ(cudaMemcpy(o.data(), out, 32, cudaMemcpyDeviceToHost), cudaSuccess);
+    return o;
+  };
+  using normkit::detail::CachedEpilogue;
+  using Whole = CachedEpilogue<TimesTwoTimesThree, ParamCaching::kKeepInL1>;
+  EXPECT_TRUE((normkit::detail::epilogue_whole_slots<Whole, 8>({})));  // the hook, inherited
+  using Plain = CachedEpilogue<TimesTwo, ParamCaching::kKeepInL1>;
+  const float* none = nullptr;
+  auto o = result([&] { whole_epilogue_kernel<Whole, 8, true, ParamCaching::kDefault><<<1, 1>>>(none, 0, in, out); });
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(o[i], 3.f * xh[i]) << "apply_whole expected, i " << i;
+  o = result([&] { whole_epilogue_kernel<Whole, 8, false, ParamCaching::kDefault><<<1, 1>>>(none, 0, in, out); });
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(o[i], 2.f * xh[i]) << "apply expected (checked form), i " << i;
+  o = result([&] { whole_epilogue_kernel<Plain, 8, true, ParamCaching::kDefault><<<1, 1>>>(none, 0, in, out); });
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(o[i], 2.f * xh[i]) << "apply expected (no WHOLE hooks), i " << i;
 }
 
 // ------------------------------------------------------------- int8 packing

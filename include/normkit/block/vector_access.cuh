@@ -213,8 +213,12 @@ namespace detail {
 /// turn (ncu of RMSNorm bf16 N = 65536: over half the warps' stall samples
 /// there; docs/performance.md, change 61). Not the default for every
 /// problem: where registers are tight the hoisted loads cost more than they
-/// save (change 57).
-template <int W, class T, int VEC, bool READ_ONLY = false>
+/// save (change 57). KEEP_IN_L1: with the L1 eviction priority evict_last,
+/// for data every row reads again (the weight) in kernels whose rows stream
+/// through L1 and would evict it (row_per_block at 8 slots: ncu found 0.4%
+/// L1 hits; change 62). Without READ_ONLY it is ordered as a plain load is
+/// (volatile, with a memory clobber).
+template <int W, class T, int VEC, bool READ_ONLY = false, bool KEEP_IN_L1 = false>
 NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
   constexpr int kW = W < kBytes ? W : kBytes;
@@ -223,7 +227,16 @@ NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   Access* d = reinterpret_cast<Access*>(dst.v);
 #pragma unroll
   for (int i = 0; i < kBytes / kW; ++i) {
-    if constexpr (READ_ONLY && kW == 16) {  // narrower slots: the plain load (as measured)
+    if constexpr (KEEP_IN_L1 && READ_ONLY && kW == 16) {
+      asm("ld.global.nc.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(d[i].x), "=r"(d[i].y), "=r"(d[i].z), "=r"(d[i].w)
+          : "l"(s + i));
+    } else if constexpr (KEEP_IN_L1 && kW == 16) {
+      asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(d[i].x), "=r"(d[i].y), "=r"(d[i].z), "=r"(d[i].w)
+                   : "l"(s + i)
+                   : "memory");
+    } else if constexpr (READ_ONLY && kW == 16) {  // narrower slots: the plain load (as measured)
       d[i] = __ldg(s + i);
     } else {
       d[i] = s[i];

@@ -16,6 +16,10 @@
 //       int64_t row, int64_t col0, float (&v)[VEC]);
 // apply_whole is apply with valid == VEC, called only when whole_slots held at
 // launch (so it may skip alignment checks). Without them, apply is called.
+// apply_whole may also take a second template parameter, ParamCaching
+// (epilogue/param_slot.cuh): how the kernel would have the parameters cached
+// (Scale passes it to its weight's loads); one without it is called as
+// apply_whole<VEC>.
 // Optionally, `static constexpr bool kHomogeneous = true` declares that
 // apply(c * v) == c * apply(v) for c > 0 up to rounding (Scale; not Affine,
 // whose bias is not scaled): per-row quantization then finds max|y| within the
@@ -62,6 +66,9 @@ struct Affine {
     return param_aligned<W, VEC>(p.weight) && param_aligned<W, VEC>(p.bias);
   }
 
+  /// (No ParamCaching: weight and bias together, 256 KiB at fp32 N = 32768,
+  /// do not stay in L1 beside the row's loads; kept there, LayerNorm fp32
+  /// measured 1.5 points slower: change 62.)
   template <int VEC>
   static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
     float w[VEC], b[VEC];
@@ -111,11 +118,11 @@ struct Scale {
     return param_aligned<W, VEC>(p.weight);
   }
 
-  template <int VEC>
+  template <int VEC, ParamCaching CACHING = ParamCaching::kDefault>
   static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
     if (p.weight == nullptr) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
     float w[VEC];
-    load_whole_param_slot<W, VEC, READ_ONLY_LOADS>(p.weight, col0, 0.f, w);
+    load_whole_param_slot<W, VEC, READ_ONLY_LOADS, CACHING>(p.weight, col0, 0.f, w);
     scale(w, v);
   }
 

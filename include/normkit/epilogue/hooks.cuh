@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../config.cuh"
+#include "param_slot.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
@@ -44,17 +45,46 @@ struct IsHomogeneous<E, std::void_t<decltype(E::kHomogeneous)>> : std::bool_cons
 template <class E>
 inline constexpr bool epilogue_homogeneous_v = IsHomogeneous<E>::value;
 
+template <class E, int VEC, ParamCaching C, class = void>
+struct HasCachedWhole : std::false_type {};
+template <class E, int VEC, ParamCaching C>
+struct HasCachedWhole<E, VEC, C,
+                      std::void_t<decltype(E::template apply_whole<VEC, C>(
+                          std::declval<const typename E::Params&>(), int64_t{}, int64_t{},
+                          std::declval<float (&)[VEC]>()))>> : std::true_type {};
+
 /// The epilogue on one slot: apply_whole where WHOLE and the epilogue has the
-/// hooks, else apply.
-template <class E, int VEC, bool WHOLE>
+/// hooks (apply_whole<VEC, CACHING> where it takes the caching), else apply.
+template <class E, int VEC, bool WHOLE, ParamCaching CACHING = ParamCaching::kDefault>
 NORMKIT_DEVICE void apply_epilogue(const typename E::Params& p, int64_t row, int64_t col0, int valid,
                                    float (&v)[VEC]) {
-  if constexpr (WHOLE && HasWholeSlots<E, VEC>::value) {
+  if constexpr (WHOLE && HasWholeSlots<E, VEC>::value && CACHING != ParamCaching::kDefault &&
+                HasCachedWhole<E, VEC, CACHING>::value) {
+    E::template apply_whole<VEC, CACHING>(p, row, col0, v);
+  } else if constexpr (WHOLE && HasWholeSlots<E, VEC>::value) {
     E::template apply_whole<VEC>(p, row, col0, v);
   } else {
     E::template apply<VEC>(p, row, col0, WHOLE ? VEC : valid, v);
   }
 }
+
+/// E whose WHOLE form caches its parameters as C asks (where E takes the
+/// caching; otherwise E unchanged): what WithParamCaching gives a kernel.
+template <class E, ParamCaching C>
+struct CachedEpilogue : E {
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_whole(const typename E::Params& p, int64_t row, int64_t col0, float (&v)[VEC]) {
+    apply_epilogue<E, VEC, true, C>(p, row, col0, VEC, v);
+  }
+};
+
+/// Problem with its epilogue's parameters cached as C asks, for a kernel
+/// shape to pass to the row code it shares with the others (the same
+/// Params, the same values; row_per_block at 8 slots: change 62).
+template <class Problem, ParamCaching C>
+struct WithParamCaching : Problem {
+  using Epilogue = CachedEpilogue<typename Problem::Epilogue, C>;
+};
 
 }  // namespace detail
 NORMKIT_NAMESPACE_END

@@ -10,6 +10,14 @@
 
 NORMKIT_NAMESPACE_BEGIN
 
+/// How a kernel asks an epilogue to cache its per-column parameters (weight,
+/// bias) in the WHOLE form (the optional apply_whole<VEC, CACHING> hook;
+/// epilogue/affine.cuh). kKeepInL1: loads with L1 priority evict_last, for
+/// kernels whose long rows (row_per_block at 8 slots) would evict the
+/// parameters from L1 before the SM's next row reads them
+/// (docs/performance.md, change 62). Same values either way.
+enum class ParamCaching { kDefault, kKeepInL1 };
+
 /// Loads p[col0 .. col0 + VEC) into fp32 (elements at or past `valid` read as
 /// `fill`); a null p reads as `fill` everywhere. One vector access when the
 /// address is aligned for it, element by element otherwise. These vectors are
@@ -35,8 +43,9 @@ NORMKIT_DEVICE void load_param_slot(const W* p, int64_t col0, int valid, float f
 
 /// load_param_slot for a slot known to be whole and aligned (the launcher
 /// checked param_aligned for p): one vector access, no checks but for null.
-/// READ_ONLY: through the read-only path (detail::load_slot_raw).
-template <class W, int VEC, bool READ_ONLY = false>
+/// READ_ONLY: through the read-only path; CACHING: see ParamCaching
+/// (detail::load_slot_raw).
+template <class W, int VEC, bool READ_ONLY = false, ParamCaching CACHING = ParamCaching::kDefault>
 NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, float (&out)[VEC]) {
   if (p == nullptr) {
 #pragma unroll
@@ -44,7 +53,7 @@ NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, 
     return;
   }
   detail::RawSlot<W, VEC> raw;
-  detail::load_slot_raw<16, W, VEC, READ_ONLY>(p + col0, raw);
+  detail::load_slot_raw<16, W, VEC, READ_ONLY, CACHING == ParamCaching::kKeepInL1>(p + col0, raw);
   detail::slot_to_float(raw, out);
 }
 

@@ -15,10 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/block_reduce.cuh"
 #include "../block/paired_reduce.cuh"
 #include "../config.cuh"
+#include "../epilogue/hooks.cuh"
+#include "../epilogue/param_slot.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -50,9 +53,15 @@ __global__ void __launch_bounds__(row_per_block_max_threads(VECS), VECS == 8 ? 1
   constexpr bool kUnbounded = (VECS == 5 || VECS == 8) && !WHOLE;
   if (kUnbounded && p.cols != static_cast<int64_t>(blockDim.x) * VECS * Problem::kVec) return;
   const int64_t cols = kUnbounded ? detail::kEverySlotValid : p.cols;
+  // At 8 slots (rows of 64-128 KiB of x in one or two CTAs per SM) the
+  // weight is kept in L1 for the SM's next row (the rows streaming through
+  // L1 evicted it: 0.4% L1 hits at 65536), and the row maximum is folded
+  // into the statistics' walk (docs/performance.md, change 62).
+  constexpr bool kWide = VECS == 8;
+  using Tuned = std::conditional_t<kWide, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    detail::normalize_register_part<Problem, VECS, WHOLE>(p, row, true, 0, cols, true, threadIdx.x, blockDim.x,
-                                                          reducer);
+    detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kWide>(p, row, true, 0, cols, true, threadIdx.x,
+                                                                            blockDim.x, reducer);
   }
 }
 

@@ -170,6 +170,7 @@ template <class S, int K, int VEC, bool WHOLE = false>
 struct RegisterView {
   static constexpr int kVec = VEC;
   static constexpr bool kResident = true;
+  static constexpr bool kWhole = WHOLE;
   const detail::RawSlot<S, VEC> (&raw)[K];
   int64_t n;
   int lane;
@@ -206,7 +207,8 @@ namespace detail {
 /// fold_slots folds each part in that thread's slot order, and the walk is
 /// the one every other walk of the row takes (measured: folding part by
 /// part instead made ptxas spill); for_each_slot walks every slot (for what
-/// has no order, as a maximum).
+/// has no order, as a maximum). PARTS == 1: the thread's own slots, for a
+/// tap on the walk (normalize_register_part).
 template <class Slots, int PARTS, class Tap = NoTap>
 struct InterleavedParts {
   static constexpr int kVec = Slots::kVec;
@@ -216,11 +218,12 @@ struct InterleavedParts {
   Tap tap;
 
   /// Also calls tap(v, valid, k, whole) on each slot first (as StagedView
-  /// does), every slot marked whole: the paired forms run WHOLE only.
+  /// does), every slot marked whole in the WHOLE form (the paired forms run
+  /// only that), none in the checked form.
   template <class F>
   NORMKIT_DEVICE void for_each_part_slot(F&& f) const {
     slots.for_each_indexed_slot([&](const float (&v)[kVec], int valid, int k) {
-      tap(v, valid, k, std::true_type{});
+      tap(v, valid, k, std::bool_constant<Slots::kWhole>{});
       f(v, valid, k % PARTS);
     });
   }

@@ -32,8 +32,13 @@ namespace detail {
 /// mean, rstd and scale. PARTS > 1: the paired register forms, whose
 /// threads each stand in for PARTS threads of a team PARTS times as large,
 /// slot k belonging to part k % PARTS (InterleavedParts), reduced by a
-/// reducer that combines the parts in the larger team's order.
-template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1>
+/// reducer that combines the parts in the larger team's order. TAP_ROW_MAX:
+/// where kFusedRowMax holds, the row maximum is folded into the statistics'
+/// walk (a tap on the view) rather than taken in a walk of its own before it;
+/// the paired forms need it (change 41), and row_per_block at 8 slots gains
+/// from it (change 62); the bits are the same either way (a maximum has no
+/// order). Elsewhere the separate walk measured as fast or faster.
+template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1, bool TAP_ROW_MAX = (PARTS > 1)>
 NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, int64_t row, bool active,
                                             int64_t col_base, int64_t cols, bool first_part, int lane, int team,
                                             Reducer& reducer) {
@@ -52,17 +57,24 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   } else {
     load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
   }
-  const View view{Slots{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)}};
+  const Slots slots{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
+  const View view{slots};
   float amax = 0.f;
   RowStats st;
-  if constexpr (PARTS > 1 && kFusedRowMax<Problem, View, Reducer>) {
+  static_assert(PARTS == 1 || TAP_ROW_MAX,
+                "normkit: the paired register forms fold the row maximum into the statistics' walk (TAP_ROW_MAX): "
+                "in a walk of its own they spilled (change 41)");
+  if constexpr (TAP_ROW_MAX && kFusedRowMax<Problem, View, Reducer>) {
     // The fused row maximum folded into the statistics' walk (as staged rows
     // do), not a walk of its own before it: with the parts' two sums, the
     // separate walk compiled to 64 registers and 116 bytes of spills and ran
-    // at 67% of the copy; folded, 64 registers, no spill (change 41).
+    // at 67% of the copy; folded, 64 registers, no spill (change 41). In
+    // row_per_block at 8 slots it issues about 4% fewer instructions, and
+    // those rows are bound by issue while they are not loading (ncu, change
+    // 62: int8 per-row N = 32768 93.5% -> 96.5%).
     float m = 0.f;
     using Tap = RowMaxTap<Problem, WHOLE>;
-    const InterleavedParts<Slots, PARTS, Tap> tapped{view.slots, Tap{p, r, col_base, lane, team, &m}};
+    const InterleavedParts<Slots, PARTS, Tap> tapped{slots, Tap{p, r, col_base, lane, team, &m}};
     st = stats_with_row_max<Problem>(p, tapped, reducer, m, &amax);
   } else {
     st = row_stats_and_absmax<Problem>(
