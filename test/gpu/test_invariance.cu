@@ -250,7 +250,7 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
       };
       normkit::LaunchPlan plan;
       ASSERT_EQ(nktest::plan_quant(quant(0, rows), &plan), normkit::Status::kSuccess);
-      ASSERT_TRUE(plan.pairs) << "the plan no longer pairs these rows: choose rows it pairs";
+      ASSERT_TRUE(plan.may_pair) << "the plan no longer pairs these rows: choose rows it pairs";
       auto outputs = [&](int64_t first, int64_t count, int64_t probe) {
         EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
         EXPECT_EQ(cudaMemset(scales.data(), 0xFF, scales.size()), cudaSuccess);
@@ -263,10 +263,10 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
       };
       for (int64_t probe : {int64_t{0}, rows / 2, rows - 1}) {
         const auto alone = outputs(probe, 1, probe);
-        EXPECT_FALSE(ran.pairs);
+        EXPECT_FALSE(ran.paired);
         EXPECT_EQ(alone, outputs(0, rows, probe))
             << nktest::qtype_name(q) << " N=" << n << ": row " << probe << " alone and in a batch of " << rows;
-        EXPECT_TRUE(ran.pairs) << "a batch past the L2 cache ran unpaired";
+        EXPECT_TRUE(ran.paired) << "a batch past the L2 cache ran unpaired";
       }
       // Every row of the batch, paired (automatic) and not.
       auto whole_batch = [&](normkit::LanePairing pairing) {
@@ -283,9 +283,9 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
         return out;
       };
       const auto automatic = whole_batch(normkit::LanePairing::kAuto);
-      EXPECT_TRUE(ran.pairs);
+      EXPECT_TRUE(ran.paired);
       const auto unpaired = whole_batch(normkit::LanePairing::kOff);
-      EXPECT_FALSE(ran.pairs);
+      EXPECT_FALSE(ran.paired);
       EXPECT_TRUE(automatic == unpaired) << nktest::qtype_name(q) << " N=" << n << ": paired and 4-slot batches differ";
     }
   }

@@ -308,20 +308,20 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
         call.row_scales = reinterpret_cast<float*>(16);  // planned only, never touched
         normkit::LaunchPlan plan;
         ASSERT_EQ(nktest::plan_quant(call, &plan), normkit::Status::kSuccess);
-        EXPECT_EQ(plan.pairs, pairs) << nktest::dtype_name(pr.x) << " N=" << n;
+        EXPECT_EQ(plan.may_pair, pairs) << nktest::dtype_name(pr.x) << " N=" << n;
         QuantOutputs unpaired, paired, automatic;
         normkit::LaunchPlan ran;
         c.launched = &ran;
         c.pairing = normkit::LanePairing::kOff;
         check_quant(c, &unpaired);
-        EXPECT_FALSE(ran.pairs);
+        EXPECT_FALSE(ran.paired);
         c.pairing = normkit::LanePairing::kOn;
         check_quant(c, &paired);
         // The paired kernel ran where the plan pairs and x is slot-aligned.
-        EXPECT_EQ(ran.pairs, pairs && shift == 0) << nktest::dtype_name(pr.x) << " N=" << n << " shift " << shift;
+        EXPECT_EQ(ran.paired, pairs && shift == 0) << nktest::dtype_name(pr.x) << " N=" << n << " shift " << shift;
         c.pairing = normkit::LanePairing::kAuto;
         check_quant(c, &automatic);
-        EXPECT_FALSE(ran.pairs);  // 19 rows: far below the L2 cache
+        EXPECT_FALSE(ran.paired);  // 19 rows: far below the L2 cache
         EXPECT_TRUE(unpaired.y == paired.y && unpaired.scales == paired.scales)
             << nktest::dtype_name(pr.x) << " " << nktest::qtype_name(pr.q) << " N=" << n << " shift " << shift
             << ": paired and unpaired outputs differ";

@@ -318,16 +318,17 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     const LaunchPlan p = plan_of(folding(quant_row(bf16_row(n))), h200());
     EXPECT_EQ(p.shape, Shape::kRowPerBlock) << n;
     EXPECT_EQ(p.vecs, 4) << n;
-    EXPECT_TRUE(p.pairs) << n;
-    EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), h200(), Shape::kRowPerBlock).pairs) << n;
-    EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), a100()).pairs) << n;
-    EXPECT_FALSE(plan_of(quant_row(bf16_row(n)), h200()).pairs) << n;        // statistics that do not fold by part
-    EXPECT_FALSE(plan_of(folding(bf16_row(n)), h200()).pairs) << n;          // not quantized per row
-    EXPECT_FALSE(plan_of(folding(two_pass_row(quant_row(bf16_row(n)))), h200()).pairs) << n;  // 16-bit LayerNorm
+    EXPECT_TRUE(p.may_pair) << n;
+    EXPECT_FALSE(p.paired) << n;  // the launcher chooses (by M and alignment), not the plan
+    EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), h200(), Shape::kRowPerBlock).may_pair) << n;
+    EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), a100()).may_pair) << n;
+    EXPECT_FALSE(plan_of(quant_row(bf16_row(n)), h200()).may_pair) << n;        // statistics that do not fold by part
+    EXPECT_FALSE(plan_of(folding(bf16_row(n)), h200()).may_pair) << n;          // not quantized per row
+    EXPECT_FALSE(plan_of(folding(two_pass_row(quant_row(bf16_row(n)))), h200()).may_pair) << n;  // 16-bit LayerNorm
   }
   for (int64_t n : {1024, 2048, 4096, 8192}) {  // fp32: 4-32 KiB, both statistics
-    EXPECT_TRUE(plan_of(folding(quant_row(f32_row(n))), h200()).pairs) << n;
-    EXPECT_TRUE(plan_of(folding(two_pass_row(quant_row(f32_row(n)))), h200()).pairs) << n;
+    EXPECT_TRUE(plan_of(folding(quant_row(f32_row(n))), h200()).may_pair) << n;
+    EXPECT_TRUE(plan_of(folding(two_pass_row(quant_row(f32_row(n)))), h200()).may_pair) << n;
   }
   // 5 slots where whole warps at 4 would be an odd number or none (bf16 N =
   // 2560, 5120: 80 and 160 threads; fp32 2560), so that the row pairs; rows
@@ -339,7 +340,7 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
       EXPECT_EQ(p.shape, Shape::kRowPerBlock) << f.cols;
       EXPECT_EQ(p.vecs, 5) << f.cols;
       EXPECT_EQ(p.threads, f.cols / f.vec / 5) << f.cols;
-      EXPECT_TRUE(p.pairs) << f.cols;
+      EXPECT_TRUE(p.may_pair) << f.cols;
     }
     EXPECT_NE(plan_of(quant_row(f), h200()).vecs, 5) << f.cols;  // statistics that do not fold by part
     EXPECT_NE(plan_of(folding(f), h200()).vecs, 5) << f.cols;    // not quantized per row
@@ -354,8 +355,8 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_EQ(p.shape, Shape::kRowsPerWarp) << f.cols;
     EXPECT_GE(p.group * f.vec, 64) << f.cols;
     EXPECT_EQ(p.vecs, f.cols % 192 == 0 ? 3 : 4) << f.cols;
-    EXPECT_TRUE(p.pairs) << f.cols;
-    EXPECT_FALSE(plan_of(folding(f), h200()).pairs) << f.cols;
+    EXPECT_TRUE(p.may_pair) << f.cols;
+    EXPECT_FALSE(plan_of(folding(f), h200()).may_pair) << f.cols;
   }
   // Not: groups spanning fewer columns (bf16 N = 128: 4 lanes; 96: 4 x 3;
   // fp32 N = 128: 8 lanes), rows the team does not hold exactly,
@@ -364,10 +365,10 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
   // 3584: 448 slots, not a multiple of 5 and not of 128; 2 slots x 224
   // threads), 8-slot rows, rows on other shapes.
   for (int64_t n : {96, 128, 1000, 1536, 3584, 4099, 8200, 24576, 32768, 65536}) {
-    EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).pairs) << n;
+    EXPECT_FALSE(plan_of(folding(quant_row(bf16_row(n))), h200()).may_pair) << n;
   }
-  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(128))), h200()).pairs);
-  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(16384))), h200()).pairs);  // 8 slots already
+  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(128))), h200()).may_pair);
+  EXPECT_FALSE(plan_of(folding(quant_row(f32_row(16384))), h200()).may_pair);  // 8 slots already
 }
 
 // Rows kept on chip past one CTA's registers: split across the smallest

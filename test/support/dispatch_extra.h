@@ -55,7 +55,7 @@ struct QuantCall {
 };
 /// kErrorUnsupportedType for combinations the tests do not instantiate.
 normkit::Status launch_quant(const QuantCall& c);
-/// The plan launch_quant(c) would run (its pairs: whether the paired form may run).
+/// The plan launch_quant(c) would run (its may_pair: whether the paired form may run).
 normkit::Status plan_quant(const QuantCall& c, normkit::LaunchPlan* plan);
 
 }  // namespace nktest

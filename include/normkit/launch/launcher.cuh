@@ -38,7 +38,7 @@ struct LaunchOptions {
   /// previous kernel, ran faster unpaired).
   LanePairing pairing = LanePairing::kAuto;
   /// If set, receives the plan a successful launch ran: its shape and sizes,
-  /// and `pairs` true only if the paired form ran (for tests and telemetry).
+  /// and `paired` true only if the paired form ran (for tests and telemetry).
   LaunchPlan* launched = nullptr;
 };
 
@@ -86,13 +86,13 @@ struct Launcher {
                stats::row_reductions_v<typename Problem::Stats>, static_cast<int>(sizeof(typename Problem::Storage)),
                VEC);
 
-  /// Whether a plan that allows pairing (LaunchPlan::pairs) runs paired: only
+  /// Whether a plan that allows pairing (LaunchPlan::may_pair) runs paired: only
   /// in the WHOLE form (every access slot-aligned; the plan made sure the
   /// team's slots hold the row), then by the options, and by default when
   /// the batch's x is larger than the L2 cache (LaunchOptions::pairing).
   /// Either way the same bits.
   static bool run_paired(const Params& p, const LaunchPlan& plan, const DeviceCaps& caps, const LaunchOptions& opts) {
-    if (!plan.pairs || !p.whole_access || opts.pairing == LanePairing::kOff) return false;
+    if (!plan.may_pair || !p.whole_access || opts.pairing == LanePairing::kOff) return false;
     if (opts.pairing == LanePairing::kOn) return true;
     const int64_t x_bytes = p.rows * p.cols * static_cast<int64_t>(sizeof(typename Problem::X));
     return x_bytes > caps.l2_bytes;
@@ -153,7 +153,7 @@ struct Launcher {
                                   cudaStream_t stream) {
     if constexpr ((VECS == 3 || VECS == 4) && WHOLE && kPairs) {
       // The same bits with lanes paired: group / 2 lanes a row.
-      if (plan.pairs) return launch_rows_per_warp(&kernel::rows_per_warp_paired<Problem, VECS>, p, plan,
+      if (plan.paired) return launch_rows_per_warp(&kernel::rows_per_warp_paired<Problem, VECS>, p, plan,
                                                   plan.group / 2, device, caps, stream);
     }
     return launch_rows_per_warp(&kernel::rows_per_warp<Problem, VECS, WHOLE>, p, plan, plan.group, device, caps,
@@ -190,7 +190,7 @@ struct Launcher {
     } else {
       const int64_t grid = p.rows < kMaxGrid ? p.rows : kMaxGrid;  // one CTA per row
       if constexpr ((VECS == 4 || VECS == 5) && WHOLE && kPairs) {
-        if (plan.pairs) {  // the same bits in half the threads
+        if (plan.paired) {  // the same bits in half the threads
           return launch_kernel(&kernel::row_per_block_paired<Problem, VECS>, grid, plan.threads / 2, 0, 1, stream,
                                p);
         }
@@ -297,7 +297,7 @@ struct Launcher {
     Problem::Input::prepare(p.input);
     Problem::Output::prepare(p.output);
     p.whole_access = whole_access(p);
-    lp.pairs = run_paired(p, lp, caps, opts);
+    lp.paired = run_paired(p, lp, caps, opts);
     s = dispatch(p, lp, device, caps, stream);
     if (s == Status::kSuccess && opts.launched != nullptr) *opts.launched = lp;
     return s;

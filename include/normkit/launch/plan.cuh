@@ -2,7 +2,7 @@
 // sizes. A pure host function of N, the element sizes and the device, never of
 // M: so a row's result does not depend on the batch it comes in (see
 // docs/design.md, "Batch invariance"). The one choice the launcher makes from
-// M, the paired form of a plan with `pairs`, gives the same bits either way.
+// M, the paired form of a plan with `may_pair`, gives the same bits either way.
 #pragma once
 
 #include <cstddef>
@@ -51,7 +51,7 @@ inline const char* shape_name(Shape s) noexcept {
 enum class LanePairing : int {
   kAuto = 0,  ///< by batch size: paired when the batch's x is larger than the L2 cache
   kOff,       ///< never paired
-  kOn,        ///< paired wherever the plan allows (LaunchPlan::pairs)
+  kOn,        ///< paired wherever the plan allows (LaunchPlan::may_pair)
 };
 
 /// What the plan needs to know about the device (read once per device and cached).
@@ -83,11 +83,13 @@ struct LaunchPlan {
   int64_t chunk = 0;       ///< columns per CTA (chunked and cluster-register shapes)
   size_t smem_bytes = 0;   ///< dynamic shared memory per CTA
   /// A register plan at 4 slots (3 in rows_per_warp, 5 in row_per_block) may
-  /// run paired (half the threads or lanes,
-  /// the same bits; kernel/row_per_block.cuh, kernel/rows_per_warp.cuh): the
-  /// launcher chooses by batch size (LaunchOptions::pairing). In a plan, what
-  /// may run; in LaunchOptions::launched, what ran.
-  bool pairs = false;
+  /// run paired (half the threads or lanes, the same bits;
+  /// kernel/row_per_block.cuh, kernel/rows_per_warp.cuh). Set by the plan.
+  bool may_pair = false;
+  /// Whether the paired form runs: chosen by the launcher from may_pair, the
+  /// batch size and the row's alignment (LaunchOptions::pairing); false in a
+  /// plan from *_plan, what ran in LaunchOptions::launched.
+  bool paired = false;
 };
 
 /// The tuning constants of the automatic choice, in one place (docs/performance.md
@@ -220,7 +222,7 @@ constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reduct
   return needs_on_chip && folds_each_part && allows_wide_slots(row_reductions, storage_bytes, vec);
 }
 
-/// Whether a register plan may run paired (see LaunchPlan::pairs): an output
+/// Whether a register plan may run paired (see LaunchPlan::may_pair): an output
 /// that needs the row on chip (per-row quantization), 4 slots per thread (3
 /// in rows_per_warp, 5 in row_per_block) that hold the row exactly, only
 /// where 8 slots per thread are allowed (allows_wide_slots: registers) and
@@ -268,7 +270,7 @@ inline bool plan_rows_per_warp(const RowFormat& f, int max_vecs, LaunchPlan* p) 
   // change 25). The launcher runs 3 slots only in the WHOLE form; otherwise
   // the checked 4-slot kernel, with the same lanes, slots and order.
   if (p->vecs == 4 && f.cols % f.vec == 0 && slots == 3LL * p->group) p->vecs = 3;
-  p->pairs = pairs_fit(f, *p);
+  p->may_pair = pairs_fit(f, *p);
   return true;
 }
 
@@ -300,7 +302,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
       p->shape = Shape::kRowPerBlock;
       p->vecs = vecs;
       p->threads = static_cast<int>(threads);
-      p->pairs = pairs_fit(f, *p);
+      p->may_pair = pairs_fit(f, *p);
       return true;
     }
   }
