@@ -504,6 +504,84 @@ TEST(StatsPolicies, TwoPassWelfordAndMeanSquareAgainstFloat64) {
   }
 }
 
+// TwoPass's one-walk form (a view that reads memory on each walk) with rows
+// that share a warp (GroupReducer), a path no library kernel takes (their
+// warp-shared rows are resident: two walks) but a caller's kernel built from
+// the blocks may: a row whose shift is poor walks again about its mean while
+// the other rows of its warp need not, and each row must keep its own
+// result. reduction_branch makes the whole warp enter that walk, as the
+// full-warp shuffles require; on the H200 leaving that out was not seen
+// (the shuffles stay within the group, whose lanes are all active: this test,
+// memcheck and synccheck passed without it, device runs 138-139), so the test
+// guards the retry's results, not the warp-wide entry.
+struct StreamedRowView {  // a row in global memory, read again on each walk
+  static constexpr int kVec = 4;
+  static constexpr bool kResident = false;
+  const float* row;
+  int64_t n;
+  int lane;
+  int team;
+  int slots;
+  float shift = 0.f;  // deliberately poor for a row far from 0
+  template <class F>
+  __device__ void for_each_slot(F&& f) const {
+    for (int s = 0; s < slots; ++s) {
+      const int64_t c = normkit::RowLoader<float, 4>::column(s, lane, team);
+      float v[4];
+      const int valid = normkit::detail::slot_valid(n, c, 4);
+      for (int i = 0; i < 4; ++i) v[i] = i < valid ? row[c + i] : 0.f;
+      f(v, valid);
+    }
+  }
+};
+static_assert(normkit::stats::TwoPass::kOneWalk<StreamedRowView, normkit::GroupReducer>,
+              "the test needs TwoPass's one-walk form");
+
+__global__ void grouped_two_pass_kernel(const float* rows, int64_t n, int group, int slots, normkit::RowStats* out) {
+  const int lane = threadIdx.x % group;
+  const int r = threadIdx.x / group;
+  const normkit::GroupReducer reducer{group};
+  const StreamedRowView view{rows + r * n, n, lane, group, slots};
+  const normkit::RowStats st = normkit::stats::TwoPass::compute(view, reducer, n, 1e-5f);
+  if (lane == 0) out[r] = st;
+}
+
+TEST(StatsPolicies, TwoPassRetryOfOneRowInAWarpOfSeveral) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  nktest::Rng rng(seed);
+  for (int group : {4, 8, 16}) {
+    const int rows = 32 / group, slots = 2;
+    const int64_t n = group * slots * 4 - 3;  // a partial last slot
+    for (int far = 0; far < rows; ++far) {  // the one row whose mean is far from its shift (0)
+      std::vector<float> x(rows * n);
+      std::vector<double> dx(rows * n);
+      for (int r = 0; r < rows; ++r) {
+        const double mu = r == far ? 3000.0 : 0.5 * rng.normal();
+        for (int64_t i = 0; i < n; ++i) dx[r * n + i] = x[r * n + i] = static_cast<float>(mu + rng.normal());
+      }
+      DeviceBuffer dxb(x.size() * 4), dout(rows * sizeof(normkit::RowStats));
+      NK_CUDA_OK(cudaMemcpy(dxb.data(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+      NK_CUDA_OK(cudaMemset(dout.data(), 0xff, dout.size()));
+      grouped_two_pass_kernel<<<1, 32>>>(reinterpret_cast<const float*>(dxb.data()), n, group, slots,
+                                         reinterpret_cast<normkit::RowStats*>(dout.data()));
+      NK_CUDA_OK(cudaGetLastError());
+      NK_CUDA_OK(cudaDeviceSynchronize());
+      std::vector<normkit::RowStats> st(rows);
+      NK_CUDA_OK(cudaMemcpy(st.data(), dout.data(), dout.size(), cudaMemcpyDeviceToHost));
+      for (int r = 0; r < rows; ++r) {
+        const auto ref = nktest::reference_row(nktest::Op::kLayerNorm, dx.data() + r * n, n, 1e-5);
+        EXPECT_NEAR(st[r].stored_mean(), ref.mean, 1e-6 * std::fabs(ref.mean) + 1e-5)
+            << "group " << group << " row " << r << " (far: " << far << ") seed " << seed;
+        // One walk with shift 0 at mean 3000 loses the variance to cancellation
+        // (E[x^2] - E[x]^2 in fp32); the retry about the mean recovers it.
+        EXPECT_NEAR(st[r].rstd, ref.rstd, 1e-4 * ref.rstd) << "group " << group << " row " << r << " (far: " << far
+                                                           << ") seed " << seed;
+      }
+    }
+  }
+}
+
 // ----------------------------------------------------------------- epilogues
 template <class Epi>
 __global__ void epilogue_kernel(typename Epi::Params p, int64_t col0, int valid, const float* in, float* out) {
