@@ -16,6 +16,8 @@
 #include <normkit/block/warp_reduce.cuh>
 #include <normkit/epilogue/affine.cuh>
 #include <normkit/epilogue/hooks.cuh>
+#include <normkit/kernel/problem.cuh>
+#include <normkit/kernel/row_per_block.cuh>
 #include <normkit/kernel/row_views.cuh>
 #include <normkit/stats/mean_square.cuh>
 #include <normkit/stats/two_pass.cuh>
@@ -722,6 +724,92 @@ void check_scale_caching() {
       whole_epilogue_kernel<Cached, VEC, true, ParamCaching::kDefault><<<1, 1>>>(pw, col0, in, out);
     }, "CachedEpilogue", col0, false);
   }
+}
+
+// Which hook runs, told apart by the factor it applies: a hook that takes the
+// caching hint with a default (as Scale's), and one without a default (it
+// must still be called: with kDefault where no hint is given).
+template <int VEC>
+__device__ void times(float f, float (&v)[VEC]) {
+  for (int i = 0; i < VEC; ++i) v[i] *= f;
+}
+struct HintWithDefault {
+  struct Params {};
+  template <int VEC>
+  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
+    times(2.f, v);
+  }
+  template <int VEC>
+  static bool whole_slots(const Params&) {
+    return true;
+  }
+  template <int VEC, ParamCaching C = ParamCaching::kDefault>
+  static __device__ void apply_whole(const Params&, int64_t, int64_t, float (&v)[VEC]) {
+    times(C == ParamCaching::kKeepInL1 ? 5.f : 3.f, v);
+  }
+};
+struct HintWithoutDefault {
+  struct Params {};
+  template <int VEC>
+  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
+    times(2.f, v);
+  }
+  template <int VEC>
+  static bool whole_slots(const Params&) {
+    return true;
+  }
+  template <int VEC, ParamCaching C>
+  static __device__ void apply_whole(const Params&, int64_t, int64_t, float (&v)[VEC]) {
+    times(C == ParamCaching::kKeepInL1 ? 7.f : 11.f, v);
+  }
+};
+// A final epilogue that takes the hint: row_per_block at 8 slots must not
+// derive from it (CachedEpilogue), so it runs unwrapped; this only has to
+// compile (taking the kernel's address instantiates it).
+struct FinalWithHint final : HintWithDefault {};
+using FinalProblem = normkit::Problem<normkit::bfloat16, normkit::stats::MeanSquare, FinalWithHint>;
+[[maybe_unused]] const void* const kFinalEpilogueKernel =
+    reinterpret_cast<const void*>(&normkit::kernel::row_per_block<FinalProblem, 8, true>);
+
+template <class Epi, ParamCaching C>
+__global__ void hint_kernel(const float* in, float* out) {
+  float v[8];
+  for (int i = 0; i < 8; ++i) v[i] = in[i];
+  normkit::detail::apply_epilogue<Epi, 8, true, C>(typename Epi::Params{}, 0, 0, 8, v);
+  for (int i = 0; i < 8; ++i) out[i] = v[i];
+}
+
+TEST(Epilogues, TheCachingHintReachesTheHookThatTakesIt) {
+  NK_REQUIRE_GPU();
+  DeviceBuffer din(32), dout(32);
+  const float xh[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+  NK_CUDA_OK(cudaMemcpy(din.data(), xh, 32, cudaMemcpyHostToDevice));
+  const float* in = reinterpret_cast<const float*>(din.data());
+  float* out = reinterpret_cast<float*>(dout.data());
+  auto check = [&](auto launch, float factor, const char* what) {
+    NK_CUDA_OK(cudaMemset(out, 0xff, 32));
+    launch();
+    NK_CUDA_OK(cudaGetLastError());
+    std::vector<float> o(8);
+    NK_CUDA_OK(cudaMemcpy(o.data(), out, 32, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(o[i], factor * xh[i]) << what << ", i " << i;
+  };
+  using normkit::detail::CachedEpilogue;
+  using normkit::detail::WithParamCaching;
+  using Wrapped = WithParamCaching<normkit::Problem<float, normkit::stats::MeanSquare, HintWithDefault>,
+                                   ParamCaching::kKeepInL1>::Epilogue;
+  constexpr ParamCaching kNone = ParamCaching::kDefault, kL1 = ParamCaching::kKeepInL1;
+  check([&] { hint_kernel<HintWithDefault, kNone><<<1, 1>>>(in, out); }, 3.f, "default hook, no hint");
+  check([&] { hint_kernel<HintWithDefault, kL1><<<1, 1>>>(in, out); }, 5.f, "default hook, kKeepInL1");
+  check([&] { hint_kernel<CachedEpilogue<HintWithDefault, kL1>, kNone><<<1, 1>>>(in, out); }, 5.f, "CachedEpilogue");
+  check([&] { hint_kernel<Wrapped, kNone><<<1, 1>>>(in, out); }, 5.f, "WithParamCaching");
+  check([&] { hint_kernel<HintWithoutDefault, kNone><<<1, 1>>>(in, out); }, 11.f, "hook without a default, no hint");
+  check([&] { hint_kernel<HintWithoutDefault, kL1><<<1, 1>>>(in, out); }, 7.f, "hook without a default, kKeepInL1");
+  check([&] { hint_kernel<CachedEpilogue<HintWithoutDefault, kL1>, kNone><<<1, 1>>>(in, out); }, 7.f,
+        "CachedEpilogue, hook without a default");
+  EXPECT_NE(kFinalEpilogueKernel, nullptr);
+  EXPECT_TRUE((normkit::detail::epilogue_whole_slots<HintWithDefault, 8>({})));
+  EXPECT_TRUE((normkit::detail::epilogue_whole_slots<HintWithoutDefault, 8>({})));
 }
 
 TEST(Epilogues, WholeFormParamCachingGivesApplysValues) {

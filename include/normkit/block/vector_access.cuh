@@ -216,8 +216,9 @@ namespace detail {
 /// save (change 57). KEEP_IN_L1: with the L1 eviction priority evict_last,
 /// for data every row reads again (the weight) in kernels whose rows stream
 /// through L1 and would evict it (row_per_block at 8 slots: ncu found 0.4%
-/// L1 hits; change 62). Without READ_ONLY it is ordered as a plain load is
-/// (volatile, with a memory clobber).
+/// L1 hits; change 62); 16-byte accesses only (narrower ones load plainly).
+/// Without READ_ONLY the load is volatile with a memory clobber, so that no
+/// memory access moves across it: stricter than a plain load, never looser.
 template <int W, class T, int VEC, bool READ_ONLY = false, bool KEEP_IN_L1 = false>
 NORMKIT_DEVICE void load_slot_raw(const T* src, RawSlot<T, VEC>& dst) {
   constexpr int kBytes = VEC * static_cast<int>(sizeof(T));

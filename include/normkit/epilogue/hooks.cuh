@@ -54,12 +54,12 @@ struct HasCachedWhole<E, VEC, C,
                           std::declval<float (&)[VEC]>()))>> : std::true_type {};
 
 /// The epilogue on one slot: apply_whole where WHOLE and the epilogue has the
-/// hooks (apply_whole<VEC, CACHING> where it takes the caching), else apply.
+/// hooks (apply_whole<VEC, CACHING> where it takes the caching, with or
+/// without a default for it), else apply.
 template <class E, int VEC, bool WHOLE, ParamCaching CACHING = ParamCaching::kDefault>
 NORMKIT_DEVICE void apply_epilogue(const typename E::Params& p, int64_t row, int64_t col0, int valid,
                                    float (&v)[VEC]) {
-  if constexpr (WHOLE && HasWholeSlots<E, VEC>::value && CACHING != ParamCaching::kDefault &&
-                HasCachedWhole<E, VEC, CACHING>::value) {
+  if constexpr (WHOLE && HasWholeSlots<E, VEC>::value && HasCachedWhole<E, VEC, CACHING>::value) {
     E::template apply_whole<VEC, CACHING>(p, row, col0, v);
   } else if constexpr (WHOLE && HasWholeSlots<E, VEC>::value) {
     E::template apply_whole<VEC>(p, row, col0, v);
@@ -70,6 +70,8 @@ NORMKIT_DEVICE void apply_epilogue(const typename E::Params& p, int64_t row, int
 
 /// E whose WHOLE form caches its parameters as C asks (where E takes the
 /// caching; otherwise E unchanged): what WithParamCaching gives a kernel.
+/// Derives from E, so E must not be final (row_per_block wraps only
+/// epilogues that take the caching and are not).
 template <class E, ParamCaching C>
 struct CachedEpilogue : E {
   template <int VEC>

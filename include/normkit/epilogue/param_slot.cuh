@@ -12,10 +12,11 @@ NORMKIT_NAMESPACE_BEGIN
 
 /// How a kernel asks an epilogue to cache its per-column parameters (weight,
 /// bias) in the WHOLE form (the optional apply_whole<VEC, CACHING> hook;
-/// epilogue/affine.cuh). kKeepInL1: loads with L1 priority evict_last, for
-/// kernels whose long rows (row_per_block at 8 slots) would evict the
-/// parameters from L1 before the SM's next row reads them
-/// (docs/performance.md, change 62). Same values either way.
+/// epilogue/affine.cuh). kKeepInL1: loads with L1 priority evict_last (where
+/// a slot of the parameter is one 16-byte access), for kernels whose long
+/// rows (row_per_block at 8 slots) would evict the parameters from L1 before
+/// the SM's next row reads them (docs/performance.md, change 62). Same values
+/// either way.
 enum class ParamCaching { kDefault, kKeepInL1 };
 
 /// Loads p[col0 .. col0 + VEC) into fp32 (elements at or past `valid` read as

@@ -56,9 +56,15 @@ __global__ void __launch_bounds__(row_per_block_max_threads(VECS), VECS == 8 ? 1
   // At 8 slots (rows of 64-128 KiB of x in one or two CTAs per SM) the
   // weight is kept in L1 for the SM's next row (the rows streaming through
   // L1 evicted it: 0.4% L1 hits at 65536), and the row maximum is folded
-  // into the statistics' walk (docs/performance.md, change 62).
+  // into the statistics' walk (docs/performance.md, change 62). Only the
+  // WHOLE form of an epilogue that takes the hint runs through the adaptor;
+  // any other epilogue (one without the hint, or a `final` one) runs as it is.
   constexpr bool kWide = VECS == 8;
-  using Tuned = std::conditional_t<kWide, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
+  using Epi = typename Problem::Epilogue;
+  constexpr bool kKeepParamsInL1 = kWide && WHOLE && !std::is_final_v<Problem> && !std::is_final_v<Epi> &&
+                                   detail::HasCachedWhole<Epi, Problem::kVec, ParamCaching::kKeepInL1>::value;
+  using Tuned =
+      std::conditional_t<kKeepParamsInL1, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kWide>(p, row, true, 0, cols, true, threadIdx.x,
                                                                             blockDim.x, reducer);

@@ -79,12 +79,12 @@ struct Launcher {
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
-  /// Whether the plan may pair this problem's lanes (may_pair; only then are
-  /// the paired kernels instantiated).
+  /// Whether the plan may pair this problem's lanes (types_may_pair; only
+  /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
-      may_pair(Problem::Output::kNeedsRowAbsMax, stats_folds_each_part_v<typename Problem::Stats>,
-               stats::row_reductions_v<typename Problem::Stats>, static_cast<int>(sizeof(typename Problem::Storage)),
-               VEC);
+      types_may_pair(Problem::Output::kNeedsRowAbsMax, stats_folds_each_part_v<typename Problem::Stats>,
+                     stats::row_reductions_v<typename Problem::Stats>,
+                     static_cast<int>(sizeof(typename Problem::Storage)), VEC);
 
   /// Whether a plan that allows pairing (LaunchPlan::may_pair) runs paired: only
   /// in the WHOLE form (every access slot-aligned; the plan made sure the

@@ -218,7 +218,8 @@ inline int preferred_vecs(const RowFormat& f) {
 /// does not depend on N; the launcher instantiates paired kernels only where
 /// it holds): an output that needs the row on chip, statistics that fold by
 /// part, and 8 slots a thread allowed.
-constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reductions, int storage_bytes, int vec) {
+constexpr bool types_may_pair(bool needs_on_chip, bool folds_each_part, int row_reductions, int storage_bytes,
+                              int vec) {
   return needs_on_chip && folds_each_part && allows_wide_slots(row_reductions, storage_bytes, vec);
 }
 
@@ -242,7 +243,7 @@ constexpr bool may_pair(bool needs_on_chip, bool folds_each_part, int row_reduct
 /// bf16 N = 256-1024, fp8 95-97% -> 99.7-102%, int8 92-97% -> 98.6-101.8%;
 /// N = 128 (2 lanes paired) 95% -> 58%.
 inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
-  if (!may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) return false;
+  if (!types_may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) return false;
   if (p.shape == Shape::kRowsPerWarp) {
     return (p.vecs == 3 || p.vecs == 4) && int64_t{p.group} * f.vec >= PlanTuning::kPairedMinGroupColumns &&
            f.cols == int64_t{p.group} * p.vecs * f.vec;
@@ -290,7 +291,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
     int vecs = 0;
     int64_t threads = 0;
     if (max_vecs == 4 && !(fours > 0 && fours % 64 == 0) && fives > 0 && fives % 64 == 0 &&
-        may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) {
+        types_may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) {
       vecs = 5;
       threads = fives;
     }
