@@ -640,7 +640,7 @@ TEST(Epilogues, AffineScaleOptionalParamsAndWeightOffset) {
 // of them inline PTX) and must give apply's values; an epilogue without the
 // caching hook is called as apply_whole<VEC> (or apply, without the WHOLE
 // hooks) through detail::CachedEpilogue, which the 8-slot row_per_block uses.
-struct TimesTwoTimesThree {  // apply and apply_whole told apart by their results
+struct TimesTwoWhole {  // apply doubles; the WHOLE form allowed (apply_whole: below)
   struct Params {};
   template <int VEC>
   static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
@@ -650,6 +650,8 @@ struct TimesTwoTimesThree {  // apply and apply_whole told apart by their result
   static bool whole_slots(const Params&) {
     return true;
   }
+};
+struct TimesTwoTimesThree : TimesTwoWhole {  // apply and apply_whole told apart by their results
   template <int VEC>
   static __device__ void apply_whole(const Params&, int64_t, int64_t, float (&v)[VEC]) {
     for (int i = 0; i < VEC; ++i) v[i] *= 3.f;
@@ -733,31 +735,13 @@ template <int VEC>
 __device__ void times(float f, float (&v)[VEC]) {
   for (int i = 0; i < VEC; ++i) v[i] *= f;
 }
-struct HintWithDefault {
-  struct Params {};
-  template <int VEC>
-  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
-    times(2.f, v);
-  }
-  template <int VEC>
-  static bool whole_slots(const Params&) {
-    return true;
-  }
+struct HintWithDefault : TimesTwoWhole {
   template <int VEC, ParamCaching C = ParamCaching::kDefault>
   static __device__ void apply_whole(const Params&, int64_t, int64_t, float (&v)[VEC]) {
     times(C == ParamCaching::kKeepInL1 ? 5.f : 3.f, v);
   }
 };
-struct HintWithoutDefault {
-  struct Params {};
-  template <int VEC>
-  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
-    times(2.f, v);
-  }
-  template <int VEC>
-  static bool whole_slots(const Params&) {
-    return true;
-  }
+struct HintWithoutDefault : TimesTwoWhole {
   template <int VEC, ParamCaching C>
   static __device__ void apply_whole(const Params&, int64_t, int64_t, float (&v)[VEC]) {
     times(C == ParamCaching::kKeepInL1 ? 7.f : 11.f, v);
