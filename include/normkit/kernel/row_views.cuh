@@ -216,7 +216,7 @@ struct InterleavedParts {
   static constexpr int kParts = PARTS;
   Slots slots;
   Tap tap;
-  float shift = 0.f;  ///< the slots' shift (set it from slots.shift): what policies that shift read
+  float shift = slots.shift;  ///< the slots' shift, for policies that shift (row_shift)
 
   /// Also calls tap(v, valid, k, whole) on each slot first (as StagedView
   /// does), every slot marked whole in the WHOLE form (the paired forms run
