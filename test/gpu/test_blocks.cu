@@ -640,12 +640,14 @@ TEST(Epilogues, AffineScaleOptionalParamsAndWeightOffset) {
 // of them inline PTX) and must give apply's values; an epilogue without the
 // caching hook is called as apply_whole<VEC> (or apply, without the WHOLE
 // hooks) through detail::CachedEpilogue, which the 8-slot row_per_block uses.
-struct TimesTwoWhole {  // apply doubles; the WHOLE form allowed (apply_whole: below)
+struct TimesTwo {  // no WHOLE hooks
   struct Params {};
   template <int VEC>
   static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
     for (int i = 0; i < VEC; ++i) v[i] *= 2.f;
   }
+};
+struct TimesTwoWhole : TimesTwo {  // the WHOLE form allowed (apply_whole: below)
   template <int VEC>
   static bool whole_slots(const Params&) {
     return true;
@@ -657,14 +659,6 @@ struct TimesTwoTimesThree : TimesTwoWhole {  // apply and apply_whole told apart
     for (int i = 0; i < VEC; ++i) v[i] *= 3.f;
   }
 };
-struct TimesTwo {  // no WHOLE hooks
-  struct Params {};
-  template <int VEC>
-  static __device__ void apply(const Params&, int64_t, int64_t, int, float (&v)[VEC]) {
-    for (int i = 0; i < VEC; ++i) v[i] *= 2.f;
-  }
-};
-
 using normkit::ParamCaching;
 static_assert(normkit::detail::HasCachedWhole<normkit::epilogue::Scale<float>, 8, ParamCaching::kKeepInL1>::value,
               "Scale takes the caching hint");

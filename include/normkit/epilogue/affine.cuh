@@ -38,12 +38,10 @@ namespace epilogue {
 
 /// y = x_hat * w + b. w and b may each be null (then 1 and 0). With
 /// WEIGHT_OFFSET, the scale is (1 + w), TransformerEngine's zero-centred gamma
-/// and Gemma's RMSNorm; a null w then scales by 1. READ_ONLY_LOADS: the
-/// WHOLE form reads w and b through the read-only path (ld.global.nc), which
-/// lets the compiler issue them ahead of earlier stores; same values, a
-/// different schedule, chosen per problem where it measured faster
-/// (docs/performance.md, change 61).
-template <class W, bool WEIGHT_OFFSET = false, bool READ_ONLY_LOADS = false>
+/// and Gemma's RMSNorm; a null w then scales by 1. (No read-only loads, unlike
+/// Scale: no problem measured faster with them; LayerNorm bf16 12288 lost 15
+/// points, change 57.)
+template <class W, bool WEIGHT_OFFSET = false>
 struct Affine {
   static_assert(std::is_same_v<W, float> || std::is_same_v<W, half> || std::is_same_v<W, bfloat16>,
                 "normkit::epilogue::Affine: weight/bias type must be float, half or bfloat16");
@@ -73,11 +71,11 @@ struct Affine {
   static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
     float w[VEC], b[VEC];
     if (p.weight != nullptr && p.bias != nullptr) {  // the usual case: no fill values to set up
-      load_whole_param_slot<W, VEC, READ_ONLY_LOADS>(p.weight, col0, 0.f, w);
-      load_whole_param_slot<W, VEC, READ_ONLY_LOADS>(p.bias, col0, 0.f, b);
+      load_whole_param_slot<W, VEC>(p.weight, col0, 0.f, w);
+      load_whole_param_slot<W, VEC>(p.bias, col0, 0.f, b);
     } else {
-      load_whole_param_slot<W, VEC, READ_ONLY_LOADS>(p.weight, col0, WEIGHT_OFFSET ? 0.f : 1.f, w);
-      load_whole_param_slot<W, VEC, READ_ONLY_LOADS>(p.bias, col0, 0.f, b);
+      load_whole_param_slot<W, VEC>(p.weight, col0, WEIGHT_OFFSET ? 0.f : 1.f, w);
+      load_whole_param_slot<W, VEC>(p.bias, col0, 0.f, b);
     }
     combine(w, b, v);
   }
@@ -94,7 +92,10 @@ struct Affine {
 };
 
 /// y = x_hat * w (RMSNorm's epilogue), w optional; (1 + w) with WEIGHT_OFFSET.
-/// READ_ONLY_LOADS: as Affine's.
+/// READ_ONLY_LOADS: the WHOLE form reads w through the read-only path
+/// (ld.global.nc), which lets the compiler issue it ahead of earlier stores;
+/// same values, a different schedule, chosen per problem where it measured
+/// faster (docs/performance.md, change 61).
 template <class W, bool WEIGHT_OFFSET = false, bool READ_ONLY_LOADS = false>
 struct Scale {
   static_assert(std::is_same_v<W, float> || std::is_same_v<W, half> || std::is_same_v<W, bfloat16>,
