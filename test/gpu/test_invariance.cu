@@ -7,6 +7,7 @@
 // exactly what their checked form does, which is what this checks.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "dispatch_extra.h"
@@ -124,7 +125,9 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // (the checked forms): y must be bitwise equal, for each op. N = 384 and 768
 // cover the 3-slot rows_per_warp kernel, whose rows run the checked 4-slot
 // kernel when misaligned; N = 5120 the 5-slot row_per_block kernel of the
-// per-row-quantized outputs (fp8 and int8), checked and WHOLE; N = 65536 the
+// per-row-quantized outputs (fp8 and int8), checked and WHOLE; N = 32768 the
+// 8-slot row_per_block kernel in CTAs of 512 threads (fused add: its roomy
+// form, WHOLE and checked); N = 65536 the
 // 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
 // cluster-register kernel (clusters of 2 such CTAs) of RMSNorm, plain, fused
 // and quantized.
@@ -132,7 +135,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
-  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 40000, 65536, 131072, 300000}) {
+  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 32768, 40000, 65536, 131072, 300000}) {
     if (left_to_plain_run(n)) continue;
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
@@ -286,6 +289,104 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
       const auto unpaired = whole_batch(normkit::LanePairing::kOff);
       EXPECT_FALSE(ran.paired);
       EXPECT_TRUE(automatic == unpaired) << nktest::qtype_name(q) << " N=" << n << ": paired and 4-slot batches differ";
+    }
+  }
+}
+
+// The launcher runs row_per_block's roomy form (compiled for one CTA of up
+// to 512 threads per SM: the same code with more registers) for batches of
+// at most one CTA per SM, and for fused-add rows at 8 slots always
+// (launch/launcher.cuh, run_roomy): a row must keep its bits across that
+// line. bf16 N = 4096 and 8192 (4 slots a thread), 5120 (5 slots for the
+// per-row-quantized rows), 12288 (384 threads) and 32768 (8 slots in 512
+// threads), plain, fused and quantized: the first rows in a batch of 8 and
+// in a batch of more rows than SMs, and which form ran.
+TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
+  NK_REQUIRE_GPU();
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const int64_t few = 8, many = sms + 37;
+  for (int64_t n : {4096, 5120, 8192, 12288, 32768}) {
+    const int64_t bytes = many * n * 2;
+    DeviceBuffer x(bytes), r(bytes), h(bytes), y(bytes), w(n * 2), scales(many * 4);
+    const uint64_t seed = nktest::fresh_seed();
+    fill_random(x, seed);
+    fill_random(r, seed + 1);
+    fill_random(w, seed + 2);
+    // The first `few` rows' y (and h) after a launch over `rows` rows; `ran`
+    // receives the plan that ran.
+    auto first_rows = [&](auto&& launch, int64_t rows, int64_t y_row_bytes, bool with_h) {
+      EXPECT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+      EXPECT_EQ(cudaMemset(h.data(), 0xFF, h.size()), cudaSuccess);
+      EXPECT_EQ(launch(rows), normkit::Status::kSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<unsigned char> out(few * y_row_bytes + (with_h ? few * n * 2 : 0));
+      EXPECT_EQ(cudaMemcpy(out.data(), y.data(), few * y_row_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      if (with_h) {
+        EXPECT_EQ(cudaMemcpy(out.data() + few * y_row_bytes, h.data(), few * n * 2, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+      }
+      return out;
+    };
+    for (Op op : {Op::kLayerNorm, Op::kRmsNorm}) {
+      const std::string name = std::string(op == Op::kLayerNorm ? "LayerNorm" : "RMSNorm") + " N=" + std::to_string(n);
+      // Runs `launch` on few rows and on many, compares the first rows and
+      // checks which form ran: roomy for the few rows wherever row_per_block
+      // runs CTAs of up to 512 threads, and for the many only for fused-add
+      // rows at 8 slots.
+      auto check = [&](auto&& launch, normkit::LaunchPlan& ran, int64_t y_row_bytes, bool fused, const char* what) {
+        const auto alone = first_rows(launch, few, y_row_bytes, fused);
+        const bool registers = ran.shape == normkit::Shape::kRowPerBlock && ran.threads <= 512;
+        EXPECT_EQ(ran.roomy, registers) << what << " " << name << ": a batch of " << few;
+        EXPECT_EQ(alone, first_rows(launch, many, y_row_bytes, fused))
+            << what << " " << name << ": the first rows in batches of " << few << " and " << many;
+        EXPECT_EQ(ran.roomy, registers && fused && ran.vecs == 8) << what << " " << name << ": a batch of " << many;
+      };
+      normkit::LaunchPlan ran;
+      check(
+          [&](int64_t rows) {
+            nktest::NormCall c;
+            c.op = op;
+            c.x_type = c.y_type = c.w_type = DType::kBF16;
+            c.x = x.data();
+            c.y = y.data();
+            c.weight = w.data();
+            c.rows = rows;
+            c.cols = n;
+            c.launched = &ran;
+            return nktest::launch(c);
+          },
+          ran, n * 2, false, "plain");
+      check(
+          [&](int64_t rows) {
+            nktest::AddNormCall c;
+            c.op = op;
+            c.x = x.data();
+            c.residual = r.data();
+            c.residual_out = h.data();
+            c.y = y.data();
+            c.weight = w.data();
+            c.rows = rows;
+            c.cols = n;
+            c.launched = &ran;
+            return nktest::launch_add_norm(c);
+          },
+          ran, n * 2, true, "add+norm");
+      check(
+          [&](int64_t rows) {
+            nktest::QuantCall c;
+            c.op = op;
+            c.x = x.data();
+            c.y = y.data();
+            c.weight = w.data();
+            c.row_scales = reinterpret_cast<float*>(scales.data());
+            c.rows = rows;
+            c.cols = n;
+            c.launched = &ran;
+            return nktest::launch_quant(c);
+          },
+          ran, n, false, "fp8 dynamic");
     }
   }
 }

@@ -320,6 +320,7 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_EQ(p.vecs, 4) << n;
     EXPECT_TRUE(p.may_pair) << n;
     EXPECT_FALSE(p.paired) << n;  // the launcher chooses (by M and alignment), not the plan
+    EXPECT_FALSE(p.roomy) << n;   // likewise the roomy form (by M and the problem)
     EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), h200(), Shape::kRowPerBlock).may_pair) << n;
     EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), a100()).may_pair) << n;
     EXPECT_FALSE(plan_of(quant_row(bf16_row(n)), h200()).may_pair) << n;        // statistics that do not fold by part

@@ -49,6 +49,7 @@ struct NormCall {
   int64_t x_stride = normkit::kContiguous, y_stride = normkit::kContiguous;
   float eps = 1e-5f;
   normkit::Shape shape = normkit::Shape::kAuto;
+  normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
   cudaStream_t stream = nullptr;
 };
 

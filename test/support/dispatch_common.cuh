@@ -14,6 +14,7 @@ template <class X, class Y, class W>
 normkit::Status launch_typed(const NormCall& c, normkit::LaunchPlan* plan_only) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
+  opt.launched = c.launched;
   if (c.op == Op::kLayerNorm) {
     normkit::LayerNormArgs<X, Y, W> a;
     fill_shared_args<X, Y, W>(a, c);

@@ -28,6 +28,7 @@ struct AddNormCall {
   int64_t x_stride = -1, residual_stride = -1, residual_out_stride = -1, y_stride = -1;  // -1: contiguous
   float eps = 1e-6f;
   normkit::Shape shape = normkit::Shape::kAuto;
+  normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
   cudaStream_t stream = nullptr;
 };
 normkit::Status launch_add_norm(const AddNormCall& c);

@@ -10,6 +10,7 @@ template <class T, class W>
 normkit::Status run(const AddNormCall& c) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
+  opt.launched = c.launched;
   // The fields both argument structs share; LayerNorm's bias and mean after.
   auto fill = [&](auto& a) {
     fill_shared_args<T, T, W>(a, c);

@@ -39,8 +39,26 @@ NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
   return vecs == 8 ? kRowPerBlockWideMaxThreads : kRowPerBlockMaxThreads;
 }
 
-template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle>
-__global__ void __launch_bounds__(row_per_block_max_threads(VECS), VECS == 8 ? 1 : 2)
+/// Whether Problem's 8-slot rows in CTAs of up to kRowPerBlockMaxThreads
+/// threads always run the ROOMY form (below), whatever the batch: for inputs
+/// that store as they load (a fused add: x, the residual and h are live
+/// together, and at 64 registers their loads were serialized). Measured
+/// (docs/performance.md, change 65): add + RMSNorm bf16 N = 32768 95.9% ->
+/// 98.0% of the copy, in place 95.3% -> 96.8%; plain and per-row-quantized
+/// rows lost 5-28 points so (half the warps per SM).
+template <class Problem>
+inline constexpr bool kRoomyWideRows = !Problem::Input::kIsPlainCopy;
+
+/// ROOMY: compiled for one CTA of up to kRowPerBlockMaxThreads per SM (up to
+/// 128 registers a thread) rather than two (64): more of a thread's loads in
+/// flight, fewer CTAs resident. The launcher runs it where residency does
+/// not count (a batch of at most one CTA per SM: small batches, where a row's
+/// latency is the time; docs/performance.md, change 65) and for
+/// kRoomyWideRows; the same code, so the same bits.
+template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle,
+          bool ROOMY = false>
+__global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : row_per_block_max_threads(VECS),
+                                  (ROOMY || VECS == 8) ? 1 : 2)
     row_per_block(const __grid_constant__ typename Problem::Params p) {
   using Reducer = BlockAllReduce<row_per_block_max_threads(VECS), ALGO>;
   __shared__ typename Reducer::TempStorage temp;

@@ -86,6 +86,21 @@ struct Launcher {
                      stats::row_reductions_v<typename Problem::Stats>,
                      static_cast<int>(sizeof(typename Problem::Storage)), VEC);
 
+  /// Whether an unpaired row_per_block plan of CTAs of up to
+  /// kRowPerBlockMaxThreads runs row_per_block's ROOMY form (the same bits):
+  /// for a batch of at most one CTA per SM, where a row's latency is the
+  /// time and residency does not count, if the form is instantiated (the
+  /// WHOLE forms), and for fused-add rows at 8 slots (kRoomyWideRows).
+  static bool run_roomy(const Params& p, const LaunchPlan& plan, const DeviceCaps& caps) {
+    if (plan.shape != Shape::kRowPerBlock || plan.paired || plan.vecs == 3 ||
+        plan.threads > kernel::kRowPerBlockMaxThreads) {
+      return false;
+    }
+    if (plan.vecs == 8 && kernel::kRoomyWideRows<Problem>) return true;
+    const bool whole = p.whole_access && p.cols == static_cast<int64_t>(plan.threads) * plan.vecs * VEC;
+    return whole && p.rows <= caps.sm_count;
+  }
+
   /// Whether a plan that allows pairing (LaunchPlan::may_pair) runs paired: only
   /// in the WHOLE form (every access slot-aligned; the plan made sure the
   /// team's slots hold the row), then by the options, and by default when
@@ -195,6 +210,15 @@ struct Launcher {
                                p);
         }
       }
+      // The roomy form: instantiated for the WHOLE forms, and for the
+      // checked 8-slot form of kRoomyWideRows (at 64 registers it spilled).
+      if constexpr (WHOLE || (VECS == 8 && kernel::kRoomyWideRows<Problem>)) {
+        if (plan.roomy) {
+          return launch_kernel(
+              &kernel::row_per_block<Problem, VECS, WHOLE, BlockReduceAlgorithm::kWarpShuffle, true>, grid,
+              plan.threads, 0, 1, stream, p);
+        }
+      }
       return launch_kernel(&kernel::row_per_block<Problem, VECS, WHOLE>, grid, plan.threads, 0, 1, stream, p);
     }
   }
@@ -298,6 +322,7 @@ struct Launcher {
     Problem::Output::prepare(p.output);
     p.whole_access = whole_access(p);
     lp.paired = run_paired(p, lp, caps, opts);
+    lp.roomy = run_roomy(p, lp, caps);
     s = dispatch(p, lp, device, caps, stream);
     if (s == Status::kSuccess && opts.launched != nullptr) *opts.launched = lp;
     return s;

@@ -90,6 +90,11 @@ struct LaunchPlan {
   /// batch size and the row's alignment (LaunchOptions::pairing); false in a
   /// plan from *_plan, what ran in LaunchOptions::launched.
   bool paired = false;
+  /// Whether row_per_block's ROOMY form runs (compiled for one 512-thread
+  /// CTA per SM: more registers a thread, the same bits; kernel/row_per_block.cuh):
+  /// chosen by the launcher from the batch size and the problem; false in a
+  /// plan from *_plan, what ran in LaunchOptions::launched.
+  bool roomy = false;
 };
 
 /// The tuning constants of the automatic choice, in one place (docs/performance.md
