@@ -790,6 +790,88 @@ TEST(Epilogues, TheCachingHintReachesTheHookThatTakesIt) {
   EXPECT_TRUE((normkit::detail::epilogue_whole_slots<HintWithoutDefault, 8>({})));
 }
 
+// Parameters loaded ahead (row_per_block's roomy form, change 66):
+// apply_prefetched on prefetch_whole's slot must give apply_whole's values,
+// bit for bit, for Scale and Affine with every parameter present or null and
+// with the (1 + w) offset.
+static_assert(normkit::detail::HasPrefetch<normkit::epilogue::Scale<float>, 8>::value);
+static_assert(normkit::detail::HasPrefetch<normkit::epilogue::Affine<normkit::bfloat16, true>, 8>::value);
+static_assert(!normkit::detail::HasPrefetch<TimesTwoTimesThree, 8>::value, "an epilogue without the hooks");
+
+template <class Epi, int VEC>
+__global__ void prefetched_and_whole_kernel(typename Epi::Params p, int64_t col0, const float* in, float* out) {
+  float whole[VEC], prefetched[VEC];
+  for (int i = 0; i < VEC; ++i) whole[i] = prefetched[i] = in[i];
+  const auto pre = Epi::template prefetch_whole<VEC>(p, col0);
+  Epi::template apply_whole<VEC>(p, 0, col0, whole);
+  Epi::template apply_prefetched<VEC>(p, pre, prefetched);
+  for (int i = 0; i < VEC; ++i) {
+    out[i] = whole[i];
+    out[VEC + i] = prefetched[i];
+  }
+}
+
+template <class W>
+void check_prefetched_params() {
+  constexpr int VEC = 16 / sizeof(W);
+  std::vector<W> w(64), b(64);
+  std::vector<float> xh(VEC);
+  for (int i = 0; i < 64; ++i) {
+    w[i] = normkit::detail::from_float<W>(0.3f + 0.017f * static_cast<float>(i));
+    b[i] = normkit::detail::from_float<W>(0.05f * static_cast<float>(i) - 1.f);
+  }
+  for (int i = 0; i < VEC; ++i) xh[i] = 1.3f - 0.41f * static_cast<float>(i);
+  DeviceBuffer dw(64 * sizeof(W)), db(64 * sizeof(W)), din(VEC * 4), dout(2 * VEC * 4);
+  NK_CUDA_OK(cudaMemcpy(dw.data(), w.data(), 64 * sizeof(W), cudaMemcpyHostToDevice));
+  NK_CUDA_OK(cudaMemcpy(db.data(), b.data(), 64 * sizeof(W), cudaMemcpyHostToDevice));
+  NK_CUDA_OK(cudaMemcpy(din.data(), xh.data(), VEC * 4, cudaMemcpyHostToDevice));
+  const W* pw = reinterpret_cast<const W*>(dw.data());
+  const W* pb = reinterpret_cast<const W*>(db.data());
+  const float* in = reinterpret_cast<const float*>(din.data());
+  float* out = reinterpret_cast<float*>(dout.data());
+  auto check = [&](auto launch, const char* what, int64_t col0) {
+    NK_CUDA_OK(cudaMemset(out, 0xff, 2 * VEC * 4));  // NaN
+    launch();
+    NK_CUDA_OK(cudaGetLastError());
+    std::vector<float> o(2 * VEC);
+    NK_CUDA_OK(cudaMemcpy(o.data(), out, 2 * VEC * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < VEC; ++i) {
+      EXPECT_FALSE(std::isnan(o[i])) << what << " col0 " << col0 << " i " << i;
+      EXPECT_EQ(std::memcmp(&o[i], &o[VEC + i], 4), 0)
+          << what << " col0 " << col0 << " i " << i << ": whole " << o[i] << ", prefetched " << o[VEC + i];
+    }
+  };
+  using normkit::epilogue::Affine;
+  using normkit::epilogue::Scale;
+  for (int64_t col0 : {int64_t{0}, int64_t{VEC}, int64_t{5 * VEC}}) {
+    check([&] { prefetched_and_whole_kernel<Scale<W>, VEC><<<1, 1>>>({pw}, col0, in, out); }, "Scale", col0);
+    check([&] { prefetched_and_whole_kernel<Scale<W>, VEC><<<1, 1>>>({nullptr}, col0, in, out); }, "Scale, no w",
+          col0);
+    check([&] { prefetched_and_whole_kernel<Scale<W, true>, VEC><<<1, 1>>>({pw}, col0, in, out); }, "Scale (1 + w)",
+          col0);
+    check([&] { prefetched_and_whole_kernel<Scale<W, true>, VEC><<<1, 1>>>({nullptr}, col0, in, out); },
+          "Scale (1 + w), no w", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({pw, pb}, col0, in, out); }, "Affine", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({nullptr, pb}, col0, in, out); },
+          "Affine, no w", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({pw, nullptr}, col0, in, out); },
+          "Affine, no b", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({nullptr, nullptr}, col0, in, out); },
+          "Affine, neither", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W, true>, VEC><<<1, 1>>>({pw, pb}, col0, in, out); },
+          "Affine (1 + w)", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W, true>, VEC><<<1, 1>>>({nullptr, pb}, col0, in, out); },
+          "Affine (1 + w), no w", col0);
+  }
+}
+
+TEST(Epilogues, PrefetchedParamsGiveApplyWholesBits) {
+  NK_REQUIRE_GPU();
+  check_prefetched_params<float>();
+  check_prefetched_params<normkit::bfloat16>();
+  check_prefetched_params<normkit::half>();
+}
+
 TEST(Epilogues, WholeFormParamCachingGivesApplysValues) {
   NK_REQUIRE_GPU();
   check_scale_caching<float, 4>();

@@ -20,6 +20,16 @@
 // (epilogue/param_slot.cuh): how the kernel would have the parameters cached
 // (Scale passes it to its weight's loads); one without it is called as
 // apply_whole<VEC>.
+// Optionally, with apply_whole, its parameters loaded ahead:
+//   template <int VEC> struct Prefetched;   // one slot's parameters
+//   template <int VEC> static __device__ Prefetched<VEC> prefetch_whole(
+//       const Params&, int64_t col0);
+//   template <int VEC> static __device__ void apply_prefetched(const Params&,
+//       const Prefetched<VEC>&, float (&v)[VEC]);
+// apply_prefetched(p, prefetch_whole(p, col0), v) must give apply_whole's
+// values; kernels whose rows wait on latency (row_per_block's roomy form,
+// small batches) load the slots with the row, before the statistics
+// (detail::HasPrefetch; docs/performance.md, change 66).
 // Optionally, `static constexpr bool kHomogeneous = true` declares that
 // apply(c * v) == c * apply(v) for c > 0 up to rounding (Scale; not Affine,
 // whose bias is not scaled): per-row quantization then finds max|y| within the
@@ -80,6 +90,36 @@ struct Affine {
     combine(w, b, v);
   }
 
+  /// The WHOLE form's weight and bias slots loaded ahead (kernels whose rows
+  /// wait on latency: row_per_block's roomy form), applied later by
+  /// apply_prefetched with apply_whole's values.
+  template <int VEC>
+  struct Prefetched {
+    detail::RawSlot<W, VEC> w, b;
+  };
+  template <int VEC>
+  static NORMKIT_DEVICE Prefetched<VEC> prefetch_whole(const Params& p, int64_t col0) {
+    Prefetched<VEC> pre{};
+    if (p.weight != nullptr) detail::load_slot_raw<16, W, VEC>(p.weight + col0, pre.w);
+    if (p.bias != nullptr) detail::load_slot_raw<16, W, VEC>(p.bias + col0, pre.b);
+    return pre;
+  }
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_prefetched(const Params& p, const Prefetched<VEC>& pre, float (&v)[VEC]) {
+    float w[VEC], b[VEC];
+    detail::slot_to_float(pre.w, w);
+    detail::slot_to_float(pre.b, b);
+    if (p.weight == nullptr) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) w[i] = WEIGHT_OFFSET ? 0.f : 1.f;
+    }
+    if (p.bias == nullptr) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) b[i] = 0.f;
+    }
+    combine(w, b, v);
+  }
+
  private:
   template <int VEC>
   static NORMKIT_DEVICE void combine(const float (&w)[VEC], const float (&b)[VEC], float (&v)[VEC]) {
@@ -124,6 +164,27 @@ struct Scale {
     if (p.weight == nullptr) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
     float w[VEC];
     load_whole_param_slot<W, VEC, READ_ONLY_LOADS, CACHING>(p.weight, col0, 0.f, w);
+    scale(w, v);
+  }
+
+  /// The WHOLE form's weight slot loaded ahead (kernels whose rows wait on
+  /// latency: row_per_block's roomy form), applied later by apply_prefetched
+  /// with apply_whole's values.
+  template <int VEC>
+  struct Prefetched {
+    detail::RawSlot<W, VEC> w;
+  };
+  template <int VEC>
+  static NORMKIT_DEVICE Prefetched<VEC> prefetch_whole(const Params& p, int64_t col0) {
+    Prefetched<VEC> pre{};
+    if (p.weight != nullptr) detail::load_slot_raw<16, W, VEC>(p.weight + col0, pre.w);
+    return pre;
+  }
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_prefetched(const Params& p, const Prefetched<VEC>& pre, float (&v)[VEC]) {
+    if (p.weight == nullptr) return;
+    float w[VEC];
+    detail::slot_to_float(pre.w, w);
     scale(w, v);
   }
 

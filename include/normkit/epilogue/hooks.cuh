@@ -68,6 +68,34 @@ NORMKIT_DEVICE void apply_epilogue(const typename E::Params& p, int64_t row, int
   }
 }
 
+/// No parameters loaded ahead (transform_slot, store_slots).
+struct NoPrefetch {};
+
+/// Whether E offers its WHOLE form's parameters loaded ahead: a type
+/// E::Prefetched<VEC>, E::prefetch_whole<VEC>(params, col0) returning one
+/// slot's, and E::apply_prefetched<VEC>(params, pre, v), which must give
+/// apply_whole's values (epilogue/affine.cuh).
+template <class E, int VEC, class = void>
+struct HasPrefetch : std::false_type {};
+template <class E, int VEC>
+struct HasPrefetch<E, VEC,
+                   std::void_t<decltype(E::template prefetch_whole<VEC>(std::declval<const typename E::Params&>(),
+                                                                        int64_t{})),
+                               decltype(E::template apply_prefetched<VEC>(
+                                   std::declval<const typename E::Params&>(),
+                                   std::declval<const typename E::template Prefetched<VEC>&>(),
+                                   std::declval<float (&)[VEC]>()))>> : std::true_type {};
+
+/// E's Prefetched<VEC> where USE, NoPrefetch otherwise.
+template <class E, int VEC, bool USE>
+struct PrefetchOf {
+  using type = NoPrefetch;
+};
+template <class E, int VEC>
+struct PrefetchOf<E, VEC, true> {
+  using type = typename E::template Prefetched<VEC>;
+};
+
 /// E whose WHOLE form caches its parameters as C asks (where E takes the
 /// caching; otherwise E unchanged): what WithParamCaching gives a kernel.
 /// Derives from E, so E must not be final (row_per_block wraps only

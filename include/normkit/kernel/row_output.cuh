@@ -25,15 +25,22 @@ NORMKIT_DEVICE void store_row_stats(const Params& p, int64_t row, const RowStats
 
 /// One slot: fp32 conversion, normalization and the epilogue, in place in v
 /// (WHOLE: the slot is whole and the launcher found the WHOLE form allowed).
-template <class Problem, bool WHOLE = false>
+/// pre: the slot's parameters loaded ahead (apply_prefetched), or none
+/// (NoPrefetch: the epilogue loads them).
+template <class Problem, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
                                    const RowStats& st, const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
-                                   float (&v)[Problem::kVec]) {
+                                   float (&v)[Problem::kVec], const Pre& pre = Pre{}) {
   constexpr int VEC = Problem::kVec;
   slot_to_float(raw, v);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(v[i]);
-  apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+  if constexpr (std::is_same_v<Pre, NoPrefetch>) {
+    apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+  } else {
+    static_assert(WHOLE, "normkit: prefetched parameters are for the WHOLE form");
+    Problem::Epilogue::template apply_prefetched<VEC>(p.epilogue, pre, v);
+  }
 }
 
 /// max |y| over the valid elements of one transformed slot, folded into amax.
@@ -49,10 +56,13 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 /// stays live (registers go to rows in flight instead). WHOLE: the K slots
 /// lie within the first n columns and every access is slot-aligned
 /// (Params::whole_access; RowLoader's WHOLE).
-template <class Problem, int K, bool WHOLE = false>
+/// pre: K slots' parameters loaded ahead (prefetch_whole), or null (the
+/// epilogue loads them).
+template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
-                                const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
+                                const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K],
+                                const Pre* pre = nullptr) {
   constexpr int VEC = Problem::kVec;
   using Y = typename Problem::Y;
   Y* dst = p.y + row * p.y_stride + col_base;
@@ -60,31 +70,42 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
     float v[VEC];
-    transform_slot<Problem, WHOLE>(p, row, col_base + c, WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k], v);
+    if constexpr (std::is_same_v<Pre, NoPrefetch>) {
+      transform_slot<Problem, WHOLE>(p, row, col_base + c, WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k], v);
+    } else {
+      transform_slot<Problem, WHOLE>(p, row, col_base + c, VEC, st, raw[k], v, pre[k]);
+    }
     const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
     RowLoader<Y, VEC>::template store_raw<1, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access, out);
   }
 }
 
 /// amax folded with max |y| of one slot, x in fp32 (columns col .. col + VEC,
-/// the first `valid` real), for statistics st.
-template <class Problem, bool WHOLE = false>
+/// the first `valid` real), for statistics st (pre: as transform_slot's).
+template <class Problem, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE float fold_slot_absmax(float amax, const typename Problem::Params& p, int64_t row, int64_t col,
-                                      int valid, const RowStats& st, const float (&x)[Problem::kVec]) {
+                                      int valid, const RowStats& st, const float (&x)[Problem::kVec],
+                                      const Pre& pre = Pre{}) {
   constexpr int VEC = Problem::kVec;
   float v[VEC];
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(x[i]);
-  apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+  if constexpr (std::is_same_v<Pre, NoPrefetch>) {
+    apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+  } else {
+    static_assert(WHOLE, "normkit: prefetched parameters are for the WHOLE form");
+    Problem::Epilogue::template apply_prefetched<VEC>(p.epilogue, pre, v);
+  }
   return fold_absmax(amax, v, valid);
 }
 
 /// max |y| of K slots for statistics st (for outputs that scale each row by
 /// its maximum; with RowStats::unit(), max |epilogue(x)|: kFusedRowMax).
-template <class Problem, int K, bool WHOLE = false>
+template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                   int first_slot, int lane, int team, const RowStats& st,
-                                  const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K]) {
+                                  const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K],
+                                  const Pre* pre = nullptr) {
   constexpr int VEC = Problem::kVec;
   float amax = 0.f;
 #pragma unroll
@@ -93,7 +114,11 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row
     const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
     float x[VEC];
     slot_to_float(raw[k], x);
-    amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x);
+    if constexpr (std::is_same_v<Pre, NoPrefetch>) {
+      amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x);
+    } else {
+      amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x, pre[k]);
+    }
   }
   return amax;
 }

@@ -84,8 +84,8 @@ __global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : row_per_block
   using Tuned =
       std::conditional_t<kKeepParamsInL1, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kWide>(p, row, true, 0, cols, true, threadIdx.x,
-                                                                            blockDim.x, reducer);
+    detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kWide, ROOMY && !kWide>(
+        p, row, true, 0, cols, true, threadIdx.x, blockDim.x, reducer);
   }
 }
 

@@ -38,7 +38,8 @@ namespace detail {
 /// the paired forms need it (change 41), and row_per_block at 8 slots gains
 /// from it (change 62); the bits are the same either way (a maximum has no
 /// order). Elsewhere the separate walk measured as fast or faster.
-template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1, bool TAP_ROW_MAX = (PARTS > 1)>
+template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1, bool TAP_ROW_MAX = (PARTS > 1),
+          bool PREFETCH = false>
 NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, int64_t row, bool active,
                                             int64_t col_base, int64_t cols, bool first_part, int lane, int team,
                                             Reducer& reducer) {
@@ -56,6 +57,21 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
     for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
   } else {
     load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
+  }
+  // PREFETCH: the epilogue's parameters loaded with the row, before the
+  // statistics, where the epilogue offers it (HasPrefetch; and whole_slots,
+  // which vouched at launch for the alignment prefetch_whole assumes),
+  // rather than in the output walk after them (small batches: change 66).
+  using Epi = typename Problem::Epilogue;
+  constexpr bool kPrefetch =
+      PREFETCH && WHOLE && PARTS == 1 && HasPrefetch<Epi, VEC>::value && HasWholeSlots<Epi, VEC>::value;
+  using Pre = typename PrefetchOf<Epi, VEC, kPrefetch>::type;
+  Pre pre[VECS];
+  if constexpr (kPrefetch) {
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) {
+      pre[k] = Epi::template prefetch_whole<VEC>(p.epilogue, col_base + RowLoader<S, VEC>::column(k, lane, team));
+    }
   }
   const Slots slots{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
   const View view{slots};
@@ -79,13 +95,25 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   } else {
     st = row_stats_and_absmax<Problem>(
         p, view, reducer,
-        [&](const RowStats& s) { return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v); },
+        [&](const RowStats& s) {
+          if constexpr (kPrefetch) {
+            return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v, pre);
+          } else {
+            return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v);
+          }
+        },
         &amax);
   }
   const bool leader = active && first_part && lane == 0;
   if (leader) store_row_stats(p, r, st);
   const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);
-  if (active) store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v);
+  if (active) {
+    if constexpr (kPrefetch) {
+      store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v, pre);
+    } else {
+      store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v);
+    }
+  }
 }
 
 /// What the checked (not WHOLE) forms of the register kernels whose slots
