@@ -797,6 +797,12 @@ TEST(Epilogues, TheCachingHintReachesTheHookThatTakesIt) {
 static_assert(normkit::detail::HasPrefetch<normkit::epilogue::Scale<float>, 8>::value);
 static_assert(normkit::detail::HasPrefetch<normkit::epilogue::Affine<normkit::bfloat16, true>, 8>::value);
 static_assert(!normkit::detail::HasPrefetch<TimesTwoTimesThree, 8>::value, "an epilogue without the hooks");
+// One derived from Scale inherits the hooks but not the claim that they
+// mirror its apply_whole (PrefetchOwner names Scale), nor does CachedEpilogue.
+struct ScaleTwice : normkit::epilogue::Scale<float> {};
+static_assert(!normkit::detail::HasPrefetch<ScaleTwice, 8>::value, "inherited hooks are not offered");
+static_assert(!normkit::detail::HasPrefetch<
+              normkit::detail::CachedEpilogue<normkit::epilogue::Scale<float>, ParamCaching::kKeepInL1>, 8>::value);
 
 template <class Epi, int VEC>
 __global__ void prefetched_and_whole_kernel(typename Epi::Params p, int64_t col0, const float* in, float* out) {
@@ -811,9 +817,8 @@ __global__ void prefetched_and_whole_kernel(typename Epi::Params p, int64_t col0
   }
 }
 
-template <class W>
+template <class W, int VEC>
 void check_prefetched_params() {
-  constexpr int VEC = 16 / sizeof(W);
   std::vector<W> w(64), b(64);
   std::vector<float> xh(VEC);
   for (int i = 0; i < 64; ++i) {
@@ -851,6 +856,8 @@ void check_prefetched_params() {
           col0);
     check([&] { prefetched_and_whole_kernel<Scale<W, true>, VEC><<<1, 1>>>({nullptr}, col0, in, out); },
           "Scale (1 + w), no w", col0);
+    check([&] { prefetched_and_whole_kernel<Scale<W, false, true>, VEC><<<1, 1>>>({pw}, col0, in, out); },
+          "Scale, read-only loads", col0);
     check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({pw, pb}, col0, in, out); }, "Affine", col0);
     check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({nullptr, pb}, col0, in, out); },
           "Affine, no w", col0);
@@ -862,14 +869,17 @@ void check_prefetched_params() {
           "Affine (1 + w)", col0);
     check([&] { prefetched_and_whole_kernel<Affine<W, true>, VEC><<<1, 1>>>({nullptr, pb}, col0, in, out); },
           "Affine (1 + w), no w", col0);
+    check([&] { prefetched_and_whole_kernel<Affine<W, true>, VEC><<<1, 1>>>({pw, nullptr}, col0, in, out); },
+          "Affine (1 + w), no b", col0);
   }
 }
 
 TEST(Epilogues, PrefetchedParamsGiveApplyWholesBits) {
   NK_REQUIRE_GPU();
-  check_prefetched_params<float>();
-  check_prefetched_params<normkit::bfloat16>();
-  check_prefetched_params<normkit::half>();
+  check_prefetched_params<float, 4>();
+  check_prefetched_params<float, 8>();  // fp32 weights of a 16-bit row: two accesses a slot
+  check_prefetched_params<normkit::bfloat16, 8>();
+  check_prefetched_params<normkit::half, 8>();
 }
 
 TEST(Epilogues, WholeFormParamCachingGivesApplysValues) {

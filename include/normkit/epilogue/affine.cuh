@@ -26,10 +26,14 @@
 //       const Params&, int64_t col0);
 //   template <int VEC> static __device__ void apply_prefetched(const Params&,
 //       const Prefetched<VEC>&, float (&v)[VEC]);
+//   using PrefetchOwner = <the epilogue itself>;
 // apply_prefetched(p, prefetch_whole(p, col0), v) must give apply_whole's
-// values; kernels whose rows wait on latency (row_per_block's roomy form,
-// small batches) load the slots with the row, before the statistics
-// (detail::HasPrefetch; docs/performance.md, change 66).
+// values; kernels whose rows wait on latency (row_per_block's roomy form
+// below 8 slots, small batches) load the slots with the row, before the
+// statistics (detail::HasPrefetch; docs/performance.md, change 66). A type
+// derived from an epilogue with these hooks inherits them, but its inherited
+// PrefetchOwner names the base, so it runs without them (its apply_whole may
+// differ) unless it redeclares PrefetchOwner (and the hooks, if needed).
 // Optionally, `static constexpr bool kHomogeneous = true` declares that
 // apply(c * v) == c * apply(v) for c > 0 up to rounding (Scale; not Affine,
 // whose bias is not scaled): per-row quantization then finds max|y| within the
@@ -93,6 +97,7 @@ struct Affine {
   /// The WHOLE form's weight and bias slots loaded ahead (kernels whose rows
   /// wait on latency: row_per_block's roomy form), applied later by
   /// apply_prefetched with apply_whole's values.
+  using PrefetchOwner = Affine;
   template <int VEC>
   struct Prefetched {
     detail::RawSlot<W, VEC> w, b;
@@ -170,6 +175,7 @@ struct Scale {
   /// The WHOLE form's weight slot loaded ahead (kernels whose rows wait on
   /// latency: row_per_block's roomy form), applied later by apply_prefetched
   /// with apply_whole's values.
+  using PrefetchOwner = Scale;
   template <int VEC>
   struct Prefetched {
     detail::RawSlot<W, VEC> w;

@@ -74,17 +74,23 @@ struct NoPrefetch {};
 /// Whether E offers its WHOLE form's parameters loaded ahead: a type
 /// E::Prefetched<VEC>, E::prefetch_whole<VEC>(params, col0) returning one
 /// slot's, and E::apply_prefetched<VEC>(params, pre, v), which must give
-/// apply_whole's values (epilogue/affine.cuh).
+/// apply_whole's values (epilogue/affine.cuh), and `using PrefetchOwner = E;`
+/// naming E itself. The hooks mirror one type's apply_whole, so a type
+/// derived from it (which may override apply_whole, or be CachedEpilogue)
+/// inherits them but not the claim: its PrefetchOwner names the base, and it
+/// runs without them unless it declares its own.
 template <class E, int VEC, class = void>
 struct HasPrefetch : std::false_type {};
 template <class E, int VEC>
 struct HasPrefetch<E, VEC,
-                   std::void_t<decltype(E::template prefetch_whole<VEC>(std::declval<const typename E::Params&>(),
+                   std::void_t<typename E::PrefetchOwner,
+                               decltype(E::template prefetch_whole<VEC>(std::declval<const typename E::Params&>(),
                                                                         int64_t{})),
                                decltype(E::template apply_prefetched<VEC>(
                                    std::declval<const typename E::Params&>(),
                                    std::declval<const typename E::template Prefetched<VEC>&>(),
-                                   std::declval<float (&)[VEC]>()))>> : std::true_type {};
+                                   std::declval<float (&)[VEC]>()))>>
+    : std::is_same<typename E::PrefetchOwner, E> {};
 
 /// E's Prefetched<VEC> where USE, NoPrefetch otherwise.
 template <class E, int VEC, bool USE>

@@ -56,8 +56,8 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 /// stays live (registers go to rows in flight instead). WHOLE: the K slots
 /// lie within the first n columns and every access is slot-aligned
 /// (Params::whole_access; RowLoader's WHOLE).
-/// pre: K slots' parameters loaded ahead (prefetch_whole), or null (the
-/// epilogue loads them).
+/// pre: K slots' parameters loaded ahead (prefetch_whole), read only when Pre
+/// is not NoPrefetch (otherwise the epilogue loads them and pre is unused).
 template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
@@ -101,6 +101,7 @@ NORMKIT_DEVICE float fold_slot_absmax(float amax, const typename Problem::Params
 
 /// max |y| of K slots for statistics st (for outputs that scale each row by
 /// its maximum; with RowStats::unit(), max |epilogue(x)|: kFusedRowMax).
+/// pre: as store_slots'.
 template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                   int first_slot, int lane, int team, const RowStats& st,

@@ -41,11 +41,12 @@ NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
 
 /// Whether Problem's 8-slot rows in CTAs of up to kRowPerBlockMaxThreads
 /// threads always run the ROOMY form (below), whatever the batch: for inputs
-/// that store as they load (a fused add: x, the residual and h are live
-/// together, and at 64 registers their loads were serialized). Measured
-/// (docs/performance.md, change 65): add + RMSNorm bf16 N = 32768 95.9% ->
-/// 98.0% of the copy, in place 95.3% -> 96.8%; plain and per-row-quantized
-/// rows lost 5-28 points so (half the warps per SM).
+/// that are not a plain copy of x (the fused add, which stores h as it
+/// loads: x, the residual and h are live at once, and at 64 registers their
+/// loads were serialized). Measured (docs/performance.md, change 65): add +
+/// RMSNorm bf16 N = 32768 95.9% -> 98.0% of the copy, in place 95.3% ->
+/// 96.8%; plain and per-row-quantized rows lost 5-28 points at one CTA per SM
+/// (run 143), so they keep two.
 template <class Problem>
 inline constexpr bool kRoomyWideRows = !Problem::Input::kIsPlainCopy;
 
@@ -53,8 +54,11 @@ inline constexpr bool kRoomyWideRows = !Problem::Input::kIsPlainCopy;
 /// 128 registers a thread) rather than two (64): more of a thread's loads in
 /// flight, fewer CTAs resident. The launcher runs it where residency does
 /// not count (a batch of at most one CTA per SM: small batches, where a row's
-/// latency is the time; docs/performance.md, change 65) and for
-/// kRoomyWideRows; the same code, so the same bits.
+/// latency is the time) and for kRoomyWideRows (docs/performance.md, change
+/// 65). The same arithmetic in the same order, so the same bits; below 8
+/// slots it also loads the epilogue's parameters with the row, where the
+/// epilogue offers that (HasPrefetch: change 66; the hooks give apply_whole's
+/// values).
 template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle,
           bool ROOMY = false>
 __global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : row_per_block_max_threads(VECS),

@@ -38,7 +38,8 @@ struct LaunchOptions {
   /// previous kernel, ran faster unpaired).
   LanePairing pairing = LanePairing::kAuto;
   /// If set, receives the plan a successful launch ran: its shape and sizes,
-  /// and `paired` true only if the paired form ran (for tests and telemetry).
+  /// `paired` true only if the paired form ran and `roomy` only if the roomy
+  /// form did (for tests and telemetry).
   LaunchPlan* launched = nullptr;
 };
 
@@ -92,7 +93,7 @@ struct Launcher {
   /// time and residency does not count, if the form is instantiated (the
   /// WHOLE forms), and for fused-add rows at 8 slots (kRoomyWideRows).
   static bool run_roomy(const Params& p, const LaunchPlan& plan, const DeviceCaps& caps) {
-    if (plan.shape != Shape::kRowPerBlock || plan.paired || plan.vecs == 3 ||
+    if (plan.shape != Shape::kRowPerBlock || plan.paired || plan.vecs < 2 || plan.vecs == 3 ||
         plan.threads > kernel::kRowPerBlockMaxThreads) {
       return false;
     }
@@ -210,14 +211,19 @@ struct Launcher {
                                p);
         }
       }
-      // The roomy form: instantiated for the WHOLE forms, and for the
-      // checked 8-slot form of kRoomyWideRows (at 64 registers it spilled).
-      if constexpr (WHOLE || (VECS == 8 && kernel::kRoomyWideRows<Problem>)) {
+      // The roomy form: instantiated for the WHOLE forms (row_per_block is
+      // planned at 2 slots or more), and for the checked 8-slot form of
+      // kRoomyWideRows (at 64 registers it spilled). run_roomy chooses it
+      // only where it is instantiated; a plan that asks for it elsewhere
+      // is refused rather than run and reported as what it is not.
+      if constexpr ((WHOLE && VECS >= 2) || (VECS == 8 && kernel::kRoomyWideRows<Problem>)) {
         if (plan.roomy) {
           return launch_kernel(
               &kernel::row_per_block<Problem, VECS, WHOLE, BlockReduceAlgorithm::kWarpShuffle, true>, grid,
               plan.threads, 0, 1, stream, p);
         }
+      } else {
+        if (plan.roomy) return Status::kErrorUnsupportedShape;
       }
       return launch_kernel(&kernel::row_per_block<Problem, VECS, WHOLE>, grid, plan.threads, 0, 1, stream, p);
     }

@@ -1,8 +1,9 @@
 // normkit/launch/plan.cuh: which kernel shape runs a problem, and with which
 // sizes. A pure host function of N, the element sizes and the device, never of
 // M: so a row's result does not depend on the batch it comes in (see
-// docs/design.md, "Batch invariance"). The one choice the launcher makes from
-// M, the paired form of a plan with `may_pair`, gives the same bits either way.
+// docs/design.md, "Batch invariance"). The two choices the launcher makes from
+// M, the paired form of a plan with `may_pair` and row_per_block's roomy form,
+// give the same bits either way.
 #pragma once
 
 #include <cstddef>
