@@ -23,6 +23,32 @@ NORMKIT_DEVICE void store_row_stats(const Params& p, int64_t row, const RowStats
   if (p.rstd != nullptr) p.rstd[row] = st.rstd;
 }
 
+/// The epilogue on one normalized slot: with its parameters loaded ahead
+/// (pre, from prefetch_whole: apply_prefetched, WHOLE only), or loading
+/// them itself (NoPrefetch: apply_epilogue).
+template <class Problem, bool WHOLE, class Pre>
+NORMKIT_DEVICE void epilogue_on_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
+                                     const Pre& pre, float (&v)[Problem::kVec]) {
+  constexpr int VEC = Problem::kVec;
+  if constexpr (std::is_same_v<Pre, NoPrefetch>) {
+    apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+  } else {
+    static_assert(WHOLE, "normkit: prefetched parameters are for the WHOLE form");
+    Problem::Epilogue::template apply_prefetched<VEC>(p.epilogue, pre, v);
+  }
+}
+
+/// Slot k's prefetched parameters from an array of them (a reference, not a
+/// copy), or NoPrefetch (then pre may be null).
+template <class Pre>
+NORMKIT_DEVICE decltype(auto) prefetched_slot(const Pre* pre, int k) {
+  if constexpr (std::is_same_v<Pre, NoPrefetch>) {
+    return NoPrefetch{};
+  } else {
+    return (pre[k]);
+  }
+}
+
 /// One slot: fp32 conversion, normalization and the epilogue, in place in v
 /// (WHOLE: the slot is whole and the launcher found the WHOLE form allowed).
 /// pre: the slot's parameters loaded ahead (apply_prefetched), or none
@@ -35,12 +61,7 @@ NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t ro
   slot_to_float(raw, v);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(v[i]);
-  if constexpr (std::is_same_v<Pre, NoPrefetch>) {
-    apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
-  } else {
-    static_assert(WHOLE, "normkit: prefetched parameters are for the WHOLE form");
-    Problem::Epilogue::template apply_prefetched<VEC>(p.epilogue, pre, v);
-  }
+  epilogue_on_slot<Problem, WHOLE>(p, row, col, valid, pre, v);
 }
 
 /// max |y| over the valid elements of one transformed slot, folded into amax.
@@ -57,7 +78,8 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 /// lie within the first n columns and every access is slot-aligned
 /// (Params::whole_access; RowLoader's WHOLE).
 /// pre: K slots' parameters loaded ahead (prefetch_whole), read only when Pre
-/// is not NoPrefetch (otherwise the epilogue loads them and pre is unused).
+/// is not NoPrefetch (otherwise the epilogue loads them and pre may be null:
+/// prefetched_slot).
 template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
@@ -70,11 +92,8 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
     float v[VEC];
-    if constexpr (std::is_same_v<Pre, NoPrefetch>) {
-      transform_slot<Problem, WHOLE>(p, row, col_base + c, WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k], v);
-    } else {
-      transform_slot<Problem, WHOLE>(p, row, col_base + c, VEC, st, raw[k], v, pre[k]);
-    }
+    transform_slot<Problem, WHOLE>(p, row, col_base + c, WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k], v,
+                                   prefetched_slot(pre, k));
     const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
     RowLoader<Y, VEC>::template store_raw<1, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access, out);
   }
@@ -90,12 +109,7 @@ NORMKIT_DEVICE float fold_slot_absmax(float amax, const typename Problem::Params
   float v[VEC];
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(x[i]);
-  if constexpr (std::is_same_v<Pre, NoPrefetch>) {
-    apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
-  } else {
-    static_assert(WHOLE, "normkit: prefetched parameters are for the WHOLE form");
-    Problem::Epilogue::template apply_prefetched<VEC>(p.epilogue, pre, v);
-  }
+  epilogue_on_slot<Problem, WHOLE>(p, row, col, valid, pre, v);
   return fold_absmax(amax, v, valid);
 }
 
@@ -115,11 +129,7 @@ NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row
     const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
     float x[VEC];
     slot_to_float(raw[k], x);
-    if constexpr (std::is_same_v<Pre, NoPrefetch>) {
-      amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x);
-    } else {
-      amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x, pre[k]);
-    }
+    amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x, prefetched_slot(pre, k));
   }
   return amax;
 }

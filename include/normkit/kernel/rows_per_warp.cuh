@@ -66,7 +66,7 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   constexpr bool kPrefetch =
       PREFETCH && WHOLE && PARTS == 1 && HasPrefetch<Epi, VEC>::value && HasWholeSlots<Epi, VEC>::value;
   using Pre = typename PrefetchOf<Epi, VEC, kPrefetch>::type;
-  Pre pre[VECS];
+  Pre pre[VECS];  // NoPrefetch: empty, unused (the epilogue loads its parameters)
   if constexpr (kPrefetch) {
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
@@ -96,24 +96,14 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
     st = row_stats_and_absmax<Problem>(
         p, view, reducer,
         [&](const RowStats& s) {
-          if constexpr (kPrefetch) {
-            return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v, pre);
-          } else {
-            return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v);
-          }
+          return absmax_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, s, v, pre);
         },
         &amax);
   }
   const bool leader = active && first_part && lane == 0;
   if (leader) store_row_stats(p, r, st);
   const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);
-  if (active) {
-    if constexpr (kPrefetch) {
-      store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v, pre);
-    } else {
-      store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v);
-    }
-  }
+  if (active) store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v, pre);
 }
 
 /// What the checked (not WHOLE) forms of the register kernels whose slots

@@ -98,8 +98,7 @@ struct Launcher {
       return false;
     }
     if (plan.vecs == 8 && kernel::kRoomyWideRows<Problem>) return true;
-    const bool whole = p.whole_access && p.cols == static_cast<int64_t>(plan.threads) * plan.vecs * VEC;
-    return whole && p.rows <= caps.sm_count;
+    return whole_form(p, plan.threads, plan.vecs) && p.rows <= caps.sm_count;
   }
 
   /// Whether a plan that allows pairing (LaunchPlan::may_pair) runs paired: only
@@ -146,11 +145,10 @@ struct Launcher {
            epilogue_whole_slots<typename Problem::Epilogue, VEC>(p.epilogue);
   }
 
-  /// Whether the register shapes take their WHOLE form: the team's slots
-  /// hold the row exactly and every access is slot-aligned.
-  template <int VECS>
-  static bool whole_form(const Params& p, int team) {
-    return p.cols == static_cast<int64_t>(team) * VECS * VEC && p.whole_access;
+  /// Whether the register shapes take their WHOLE form: the team's `vecs`
+  /// slots hold the row exactly and every access is slot-aligned.
+  static bool whole_form(const Params& p, int team, int vecs) {
+    return p.cols == static_cast<int64_t>(team) * vecs * VEC && p.whole_access;
   }
 
   /// Register shapes launch more CTAs than can be resident, so the hardware
@@ -244,7 +242,7 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;
     } else {
       const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
-      if (whole_form<VECS>(p, team)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
+      if (whole_form(p, team, VECS)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
       // 3 slots (planned only where they hold the row exactly) have no
       // checked kernel: the checked 4-slot one gives each lane the same
       // columns in the same order (the 4th slot, empty, adds nothing), so the
