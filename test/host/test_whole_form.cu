@@ -47,16 +47,16 @@ LN::Params ln(int64_t cols, uintptr_t x = 0x100000, uintptr_t y = 0x900000, uint
 
 TEST(WholeForm, OnlyRowsTheTeamHoldsExactly) {
   using L = normkit::detail::Launcher<LN>;
-  EXPECT_TRUE(L::whole_form<4>(ln(4096), 128));  // 128 threads x 4 slots x 8 = 4096
-  EXPECT_TRUE(L::whole_form<2>(ln(256), 16));
-  EXPECT_FALSE(L::whole_form<4>(ln(4096), 160));  // more slots than the row
-  EXPECT_FALSE(L::whole_form<4>(ln(4088), 128));  // the last slot empty
-  EXPECT_FALSE(L::whole_form<4>(ln(4095), 128));  // the last slot partial
+  EXPECT_TRUE(L::whole_form(ln(4096), 128, 4));  // 128 threads x 4 slots x 8 = 4096
+  EXPECT_TRUE(L::whole_form(ln(256), 16, 2));
+  EXPECT_FALSE(L::whole_form(ln(4096), 160, 4));  // more slots than the row
+  EXPECT_FALSE(L::whole_form(ln(4088), 128, 4));  // the last slot empty
+  EXPECT_FALSE(L::whole_form(ln(4095), 128, 4));  // the last slot partial
   // 3 slots (N = 768 in one warp) run only in the WHOLE form; otherwise the
   // checked 4-slot kernel takes the row (Launcher::checked_vecs).
-  EXPECT_TRUE(L::whole_form<3>(ln(768), 32));
-  EXPECT_FALSE(L::whole_form<3>(ln(768, 0x100002), 32));
-  EXPECT_FALSE(L::whole_form<3>(ln(767), 32));
+  EXPECT_TRUE(L::whole_form(ln(768), 32, 3));
+  EXPECT_FALSE(L::whole_form(ln(768, 0x100002), 32, 3));
+  EXPECT_FALSE(L::whole_form(ln(767), 32, 3));
   EXPECT_EQ(L::checked_vecs(3), 4);
   EXPECT_EQ(L::checked_vecs(2), 2);
   EXPECT_EQ(L::checked_vecs(4), 4);
@@ -64,17 +64,17 @@ TEST(WholeForm, OnlyRowsTheTeamHoldsExactly) {
 
 TEST(WholeForm, OnlyWhenEveryAccessIsAlignedToASlot) {
   using L = normkit::detail::Launcher<LN>;
-  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100002), 128));  // x
-  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100000, 0x900008), 128));  // y
-  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100000, 0x900000, 0x2002), 128));  // weight
-  EXPECT_FALSE(L::whole_form<4>(ln(4096, 0x100000, 0x900000, 0x2000, 0x4008), 128));  // bias
+  EXPECT_FALSE(L::whole_form(ln(4096, 0x100002), 128, 4));  // x
+  EXPECT_FALSE(L::whole_form(ln(4096, 0x100000, 0x900008), 128, 4));  // y
+  EXPECT_FALSE(L::whole_form(ln(4096, 0x100000, 0x900000, 0x2002), 128, 4));  // weight
+  EXPECT_FALSE(L::whole_form(ln(4096, 0x100000, 0x900000, 0x2000, 0x4008), 128, 4));  // bias
   LN::Params strided = ln(4096);
   strided.x_stride = 4100;  // rows after the first start 8 bytes off
-  EXPECT_FALSE(L::whole_form<4>(prepared<LN>(strided), 128));
+  EXPECT_FALSE(L::whole_form(prepared<LN>(strided), 128, 4));
   strided.x_stride = 4104;  // 16 bytes further: aligned again
-  EXPECT_TRUE(L::whole_form<4>(prepared<LN>(strided), 128));
+  EXPECT_TRUE(L::whole_form(prepared<LN>(strided), 128, 4));
   LN::Params no_params = ln(4096, 0x100000, 0x900000, 0, 0);  // null weight and bias
-  EXPECT_TRUE(L::whole_form<4>(no_params, 128));
+  EXPECT_TRUE(L::whole_form(no_params, 128, 4));
 }
 
 TEST(WholeForm, ResidualsAlignedToo) {
@@ -91,9 +91,9 @@ TEST(WholeForm, ResidualsAlignedToo) {
     p.epilogue.weight = fake<const bf16>(0x2000);
     return prepared<AddRms>(p);
   };
-  EXPECT_TRUE(L::whole_form<2>(add(0x500000, 0x700000), 64));
-  EXPECT_FALSE(L::whole_form<2>(add(0x500002, 0x700000), 64));
-  EXPECT_FALSE(L::whole_form<2>(add(0x500000, 0x700004), 64));
+  EXPECT_TRUE(L::whole_form(add(0x500000, 0x700000), 64, 2));
+  EXPECT_FALSE(L::whole_form(add(0x500002, 0x700000), 64, 2));
+  EXPECT_FALSE(L::whole_form(add(0x500000, 0x700004), 64, 2));
 }
 
 // An input policy written to the contract before the WHOLE form: no
