@@ -720,6 +720,29 @@ void check_scale_caching() {
       whole_epilogue_kernel<Cached, VEC, true, ParamCaching::kDefault><<<1, 1>>>(pw, col0, in, out);
     }, "CachedEpilogue", col0, false);
   }
+  // A null weight scales by 1 (and by 1 + 0 with the offset): kept in L1, the
+  // slot is read from fill_param_slot instead of skipped; the same bits.
+  auto check_null = [&](auto launch, const char* what) {
+    NK_CUDA_OK(cudaMemset(out, 0xff, VEC * 4));  // NaN
+    launch();
+    NK_CUDA_OK(cudaGetLastError());
+    std::vector<float> o(VEC);
+    NK_CUDA_OK(cudaMemcpy(o.data(), out, VEC * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < VEC; ++i) EXPECT_EQ(o[i], xh[i]) << what << " i " << i;
+  };
+  const W* none = nullptr;
+  for (int64_t col0 : {int64_t{0}, int64_t{5 * VEC}}) {
+    check_null([&] { whole_epilogue_kernel<Scale<W>, VEC, true, ParamCaching::kKeepInL1><<<1, 1>>>(none, col0, in, out); },
+               "no w, kept in L1");
+    check_null([&] {
+      whole_epilogue_kernel<Scale<W, true>, VEC, true, ParamCaching::kKeepInL1><<<1, 1>>>(none, col0, in, out);
+    }, "(1 + w), no w, kept in L1");
+    check_null([&] {
+      whole_epilogue_kernel<Scale<W, true, true>, VEC, true, ParamCaching::kKeepInL1><<<1, 1>>>(none, col0, in, out);
+    }, "(1 + w), no w, read-only, kept in L1");
+    check_null([&] { whole_epilogue_kernel<Scale<W>, VEC, true, ParamCaching::kDefault><<<1, 1>>>(none, col0, in, out); },
+               "no w");
+  }
 }
 
 // Which hook runs, told apart by the factor it applies: a hook that takes the

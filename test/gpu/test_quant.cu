@@ -57,6 +57,7 @@ struct QuantCase {
   int64_t x_pad = 0;    ///< x's row stride is cols + x_pad
   int64_t x_shift = 0;  ///< x starts this many elements into its buffer (misaligned when odd)
   normkit::LanePairing pairing = normkit::LanePairing::kAuto;
+  bool weight = true;  ///< false: no weight (a scale of 1)
   uint64_t seed = 0;  ///< the inputs' seed; 0: a fresh one
   normkit::LaunchPlan* launched = nullptr;  ///< receives the plan that ran
 };
@@ -73,7 +74,7 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
                " q=" + nktest::qtype_name(c.q) + (c.dynamic ? " dynamic" : " static") + " shape=" +
                normkit::shape_name(c.shape) + " N=" + std::to_string(c.cols) + " pad " + std::to_string(c.x_pad) +
                " shift " + std::to_string(c.x_shift) + " pairing " +
-               std::to_string(static_cast<int>(c.pairing)));
+               std::to_string(static_cast<int>(c.pairing)) + (c.weight ? "" : " no weight"));
   const uint64_t seed = c.seed != 0 ? c.seed : nktest::fresh_seed();
   nktest::Rng rng(seed);
   const int64_t M = c.rows, N = c.cols;
@@ -103,7 +104,7 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
   call.x = dx.data() + c.x_shift * e;
   call.x_stride = S;
   call.y = dy.data();
-  call.weight = dw.data();
+  call.weight = c.weight ? dw.data() : nullptr;
   call.bias = db.data();
   call.static_scale = c.dynamic ? 0.f : static_cast<float>(static_scale);
   call.row_scales = c.dynamic ? reinterpret_cast<float*>(dscale.data()) : nullptr;
@@ -127,7 +128,8 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
     double amax = 0;
     for (int64_t j = 0; j < N; ++j) {
       const double b = c.op == Op::kLayerNorm ? nktest::load_as(c.x, &hb[j * e]) : 0.0;
-      y[j] = (xr[j] - ref.mean) * ref.rstd * nktest::load_as(c.x, &hw[j * e]) + b;
+      const double w = c.weight ? nktest::load_as(c.x, &hw[j * e]) : 1.0;
+      y[j] = (xr[j] - ref.mean) * ref.rstd * w + b;
       amax = std::max(amax, std::fabs(y[j]));
     }
     double scale = static_scale;
@@ -220,6 +222,22 @@ TEST(Quant, WideAndClusterRegisterRows) {
                                               {Shape::kRowInSmem, 16384},
                                               {Shape::kRowInCluster, 65536}};
   check_forced_shapes(forced, 5);
+  // No weight: the 8-slot row_per_block reads a slot of ones for it instead
+  // of branching per slot (epilogue::Scale under ParamCaching::kKeepInL1);
+  // 512 and 1024 threads, and a cluster (which branches), aligned and not.
+  for (QType q : {QType::kE4M3, QType::kInt8}) {
+    for (int64_t n : {32768, 65536, 131072}) {
+      for (int64_t shift : {0, 1}) {
+        QuantCase c;
+        c.q = q;
+        c.cols = n;
+        c.rows = 3;
+        c.weight = false;
+        c.x_shift = shift;
+        check_quant(c);
+      }
+    }
+  }
   // fp32 x (4 elements a slot: 64 KiB rows at N = 16384, 1024 threads at
   // 32768, a cluster of 2 at 65536), both norms: LayerNorm (TwoPass, whose row maximum
   // is a reduction of its own) takes these shapes only with fp32 x.

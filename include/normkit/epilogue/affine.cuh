@@ -164,11 +164,23 @@ struct Scale {
     return param_aligned<W, VEC>(p.weight);
   }
 
+  /// kKeepInL1 (row_per_block at 8 slots) reads a null weight's slots from
+  /// fill_param_slot (the same values: v * 1) instead of branching on null
+  /// per slot: the branches kept the walks' weight loads from being issued
+  /// ahead, and cost an address computation each (docs/performance.md,
+  /// change 67).
   template <int VEC, ParamCaching CACHING = ParamCaching::kDefault>
   static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
-    if (p.weight == nullptr) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
     float w[VEC];
-    load_whole_param_slot<W, VEC, READ_ONLY_LOADS, CACHING>(p.weight, col0, 0.f, w);
+    if constexpr (CACHING == ParamCaching::kKeepInL1) {
+      const W* src = p.weight != nullptr ? p.weight + col0 : detail::fill_param_slot<W, WEIGHT_OFFSET>();
+      detail::RawSlot<W, VEC> raw;
+      detail::load_slot_raw<16, W, VEC, READ_ONLY_LOADS, true>(src, raw);
+      detail::slot_to_float(raw, w);
+    } else {
+      if (p.weight == nullptr) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
+      load_whole_param_slot<W, VEC, READ_ONLY_LOADS, CACHING>(p.weight, col0, 0.f, w);
+    }
     scale(w, v);
   }
 

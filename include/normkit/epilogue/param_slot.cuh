@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/vector_access.cuh"
 #include "../config.cuh"
@@ -57,6 +58,21 @@ NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, 
   detail::load_slot_raw<16, W, VEC, READ_ONLY, CACHING == ParamCaching::kKeepInL1>(p + col0, raw);
   detail::slot_to_float(raw, out);
 }
+
+/// A slot of the value a null parameter stands for, in W (1, or 0 where
+/// ZERO), in device memory: up to 32 bytes (a slot of 8 fp32), 16-byte
+/// aligned. For kernels that read a null parameter's slots from here rather
+/// than branch on null per slot (Scale's apply_whole under
+/// ParamCaching::kKeepInL1). Not const, so that no compiler folds it away.
+namespace detail {
+template <class W, bool ZERO>
+NORMKIT_DEVICE const W* fill_param_slot() {
+  constexpr uint32_t kOne = std::is_same_v<W, float> ? 0x3f800000u : std::is_same_v<W, half> ? 0x3c003c00u : 0x3f803f80u;
+  constexpr uint32_t kWord = ZERO ? 0u : kOne;
+  static uint4 slot[2] = {{kWord, kWord, kWord, kWord}, {kWord, kWord, kWord, kWord}};
+  return reinterpret_cast<const W*>(slot);
+}
+}  // namespace detail
 
 /// Host: whether every slot of VEC columns of p starts aligned for one access
 /// (a null p counts as aligned).

@@ -15,10 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/block_reduce.cuh"
 #include "../block/cluster_reduce.cuh"
 #include "../config.cuh"
+#include "../epilogue/hooks.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -46,9 +48,19 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // The parts are whole (see above): the checked form needs no bounds, only
   // narrower accesses (detail::kEverySlotValid).
   const int64_t cols = WHOLE ? part : detail::kEverySlotValid;
+  // Rows that need their maximum (per-row quantization) take row_per_block's
+  // 8-slot treatment: the maximum folded into the statistics' walk, and the
+  // WHOLE form's weight kept in L1 (row_per_block.cuh; docs/performance.md,
+  // change 67). Other rows measured slower with either (changes 62, 64).
+  constexpr bool kRowMax = Problem::Output::kNeedsRowAbsMax;
+  using Epi = typename Problem::Epilogue;
+  constexpr bool kKeepParamsInL1 = kRowMax && WHOLE && !std::is_final_v<Problem> && !std::is_final_v<Epi> &&
+                                   detail::HasCachedWhole<Epi, Problem::kVec, ParamCaching::kKeepInL1>::value;
+  using Tuned =
+      std::conditional_t<kKeepParamsInL1, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
-    detail::normalize_register_part<Problem, VECS, WHOLE>(p, row, true, col_base, cols, reducer.rank() == 0,
-                                                          threadIdx.x, blockDim.x, reducer);
+    detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
+        p, row, true, col_base, cols, reducer.rank() == 0, threadIdx.x, blockDim.x, reducer);
   }
   reducer.finish();
 }

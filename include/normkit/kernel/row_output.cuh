@@ -101,14 +101,17 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
 
 /// amax folded with max |y| of one slot, x in fp32 (columns col .. col + VEC,
 /// the first `valid` real), for statistics st (pre: as transform_slot's).
-template <class Problem, bool WHOLE = false, class Pre = NoPrefetch>
+/// NORMALIZE false: x goes to the epilogue as it is, for st ==
+/// RowStats::unit() only (whose normalization gives x itself: the same
+/// values, one fma per element fewer; see RowMaxTap).
+template <class Problem, bool WHOLE = false, class Pre = NoPrefetch, bool NORMALIZE = true>
 NORMKIT_DEVICE float fold_slot_absmax(float amax, const typename Problem::Params& p, int64_t row, int64_t col,
                                       int valid, const RowStats& st, const float (&x)[Problem::kVec],
                                       const Pre& pre = Pre{}) {
   constexpr int VEC = Problem::kVec;
   float v[VEC];
 #pragma unroll
-  for (int i = 0; i < VEC; ++i) v[i] = st.normalize(x[i]);
+  for (int i = 0; i < VEC; ++i) v[i] = NORMALIZE ? st.normalize(x[i]) : x[i];
   epilogue_on_slot<Problem, WHOLE>(p, row, col, valid, pre, v);
   return fold_absmax(amax, v, valid);
 }
@@ -218,8 +221,13 @@ NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, 
 /// of `team`, columns from col_base. WHOLE: every slot walked is whole and
 /// every access slot-aligned; otherwise a slot the walk marks whole
 /// (std::true_type) takes the whole form where the row's accesses allow
-/// (Params::whole_access).
-template <class Problem, bool WHOLE>
+/// (Params::whole_access). BARE: x goes to the epilogue without the unit
+/// statistics' normalization (x * 1 - 0: the same values, one fma per element
+/// fewer), for row_per_block at 8 slots only: elsewhere that fma is what kept
+/// ptxas from keeping the walk's conversions of x alive for the output walk
+/// (spills; changes 26 and 62), which that kernel prevents on its own
+/// (normalize_register_part).
+template <class Problem, bool WHOLE, bool BARE = false>
 struct RowMaxTap {
   const typename Problem::Params& p;
   int64_t row;
@@ -231,9 +239,9 @@ struct RowMaxTap {
   NORMKIT_DEVICE void operator()(const float (&x)[VEC], int valid, int s, Whole) const {
     const int64_t col = col_base + RowLoader<typename Problem::Storage, VEC>::column(s, lane, team);
     if (WHOLE || (Whole::value && p.whole_access)) {
-      *m = fold_slot_absmax<Problem, true>(*m, p, row, col, VEC, RowStats::unit(), x);
+      *m = fold_slot_absmax<Problem, true, NoPrefetch, !BARE>(*m, p, row, col, VEC, RowStats::unit(), x);
     } else {
-      *m = fold_slot_absmax<Problem>(*m, p, row, col, valid, RowStats::unit(), x);
+      *m = fold_slot_absmax<Problem, false, NoPrefetch, !BARE>(*m, p, row, col, valid, RowStats::unit(), x);
     }
   }
 };

@@ -58,6 +58,14 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   } else {
     load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
   }
+  // row_per_block at 8 slots with the row maximum on the statistics' walk
+  // (kWideTap): the row's loads are all issued before the walk's weight
+  // loads (a warp barrier, no instruction: without it ptxas put weight loads
+  // between the row's), the tap skips the unit normalization, and the output
+  // walk converts x anew (hide_slot_words) rather than keeping the walk's
+  // conversions live (docs/performance.md, change 67).
+  constexpr bool kWideTap = TAP_ROW_MAX && PARTS == 1 && kFusedRowMax<Problem, View, Reducer>;
+  if constexpr (kWideTap) __syncwarp();
   // PREFETCH: the epilogue's parameters loaded with the row, before the
   // statistics, where the epilogue offers it (HasPrefetch; and whole_slots,
   // which vouched at launch for the alignment prefetch_whole assumes),
@@ -89,7 +97,7 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
     // those rows are bound by issue while they are not loading (ncu, change
     // 62: int8 per-row N = 32768 93.5% -> 96.5%).
     float m = 0.f;
-    using Tap = RowMaxTap<Problem, WHOLE>;
+    using Tap = RowMaxTap<Problem, WHOLE, kWideTap>;
     const InterleavedParts<Slots, PARTS, Tap> tapped{slots, Tap{p, r, col_base, lane, team, &m}};
     st = stats_with_row_max<Problem>(p, tapped, reducer, m, &amax);
   } else {
@@ -103,6 +111,10 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   const bool leader = active && first_part && lane == 0;
   if (leader) store_row_stats(p, r, st);
   const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);
+  if constexpr (kWideTap) {
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) hide_slot_words(v[k]);
+  }
   if (active) store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v, pre);
 }
 
