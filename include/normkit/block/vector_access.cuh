@@ -53,7 +53,7 @@ struct alignas(slot_bytes<T, VEC>()) RawSlot {
 /// changed them), so that what a later walk derives from them is computed
 /// anew rather than kept live from an earlier walk: keeping the conversions
 /// of x from the statistics' walk for the output walk spilled the 8-slot
-/// row_per_block kernels (docs/performance.md, change 67). No instruction.
+/// kernels (docs/performance.md, change 67). No instruction.
 template <class T, int VEC>
 NORMKIT_DEVICE void hide_slot_words(RawSlot<T, VEC>& slot) {
   static_assert(sizeof(RawSlot<T, VEC>) % 4 == 0, "normkit: hide_slot_words takes slots of whole 32-bit words");

@@ -164,7 +164,7 @@ struct Scale {
     return param_aligned<W, VEC>(p.weight);
   }
 
-  /// kKeepInL1 (row_per_block at 8 slots) reads a null weight's slots from
+  /// kKeepInL1 (the 8-slot kernels) reads a null weight's slots from
   /// fill_param_slot (the same values: v * 1) instead of branching on null
   /// per slot: the branches kept the walks' weight loads from being issued
   /// ahead, and cost an address computation each (docs/performance.md,

@@ -59,12 +59,12 @@ NORMKIT_DEVICE void load_whole_param_slot(const W* p, int64_t col0, float fill, 
   detail::slot_to_float(raw, out);
 }
 
+namespace detail {
 /// A slot of the value a null parameter stands for, in W (1, or 0 where
 /// ZERO), in device memory: up to 32 bytes (a slot of 8 fp32), 16-byte
 /// aligned. For kernels that read a null parameter's slots from here rather
 /// than branch on null per slot (Scale's apply_whole under
 /// ParamCaching::kKeepInL1). Not const, so that no compiler folds it away.
-namespace detail {
 template <class W, bool ZERO>
 NORMKIT_DEVICE const W* fill_param_slot() {
   constexpr uint32_t kOne = std::is_same_v<W, float> ? 0x3f800000u : std::is_same_v<W, half> ? 0x3c003c00u : 0x3f803f80u;

@@ -223,10 +223,10 @@ NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, 
 /// (std::true_type) takes the whole form where the row's accesses allow
 /// (Params::whole_access). BARE: x goes to the epilogue without the unit
 /// statistics' normalization (x * 1 - 0: the same values, one fma per element
-/// fewer), for row_per_block at 8 slots only: elsewhere that fma is what kept
+/// fewer), for the 8-slot kernels only: elsewhere that fma is what kept
 /// ptxas from keeping the walk's conversions of x alive for the output walk
-/// (spills; changes 26 and 62), which that kernel prevents on its own
-/// (normalize_register_part).
+/// (spills; changes 26 and 62), which those kernels prevent on their own
+/// (normalize_register_part's kWideTap).
 template <class Problem, bool WHOLE, bool BARE = false>
 struct RowMaxTap {
   const typename Problem::Params& p;

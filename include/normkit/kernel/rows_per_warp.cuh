@@ -58,12 +58,13 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   } else {
     load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
   }
-  // row_per_block at 8 slots with the row maximum on the statistics' walk
-  // (kWideTap): the row's loads are all issued before the walk's weight
-  // loads (a warp barrier, no instruction: without it ptxas put weight loads
-  // between the row's), the tap skips the unit normalization, and the output
-  // walk converts x anew (hide_slot_words) rather than keeping the walk's
-  // conversions live (docs/performance.md, change 67).
+  // The 8-slot kernels (row_per_block, row_cluster_registers) with the row
+  // maximum on the statistics' walk (kWideTap): the row's loads are all
+  // issued before the walk's weight loads (a warp barrier, which compiles to
+  // a NOP: without it ptxas put weight loads between the row's), the tap
+  // skips the unit normalization, and the output walk converts x anew
+  // (hide_slot_words) rather than keeping the walk's conversions live: 12%
+  // fewer instructions a row for per-row fp8 (docs/performance.md, change 67).
   constexpr bool kWideTap = TAP_ROW_MAX && PARTS == 1 && kFusedRowMax<Problem, View, Reducer>;
   if constexpr (kWideTap) __syncwarp();
   // PREFETCH: the epilogue's parameters loaded with the row, before the
