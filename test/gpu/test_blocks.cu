@@ -842,13 +842,18 @@ __global__ void prefetched_and_whole_kernel(typename Epi::Params p, int64_t col0
 
 template <class W, int VEC>
 void check_prefetched_params() {
+  // Fresh random weights, biases and inputs of both signs (the seed is in
+  // the trace of a failure).
+  const uint64_t seed = nktest::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  nktest::Rng rng(seed);
   std::vector<W> w(64), b(64);
   std::vector<float> xh(VEC);
   for (int i = 0; i < 64; ++i) {
-    w[i] = normkit::detail::from_float<W>(0.3f + 0.017f * static_cast<float>(i));
-    b[i] = normkit::detail::from_float<W>(0.05f * static_cast<float>(i) - 1.f);
+    w[i] = normkit::detail::from_float<W>(static_cast<float>(2 * rng.normal()));
+    b[i] = normkit::detail::from_float<W>(static_cast<float>(rng.normal()));
   }
-  for (int i = 0; i < VEC; ++i) xh[i] = 1.3f - 0.41f * static_cast<float>(i);
+  for (int i = 0; i < VEC; ++i) xh[i] = static_cast<float>(3 * rng.normal());
   DeviceBuffer dw(64 * sizeof(W)), db(64 * sizeof(W)), din(VEC * 4), dout(2 * VEC * 4);
   NK_CUDA_OK(cudaMemcpy(dw.data(), w.data(), 64 * sizeof(W), cudaMemcpyHostToDevice));
   NK_CUDA_OK(cudaMemcpy(db.data(), b.data(), 64 * sizeof(W), cudaMemcpyHostToDevice));

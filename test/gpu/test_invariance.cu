@@ -75,28 +75,28 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
     fill_random(r, seed + 1);
     fill_random(w, seed + 2);
     for (Op op : {Op::kLayerNorm, Op::kRmsNorm}) {
-      auto plain = [&](int64_t first, int64_t rows) {
-        nktest::NormCall c;
+      // The fields the three calls share, for rows first .. first + rows of
+      // y rows of y_row_bytes (all bf16: NormCall sets its types below).
+      auto shared = [&](auto& c, int64_t first, int64_t rows, int64_t y_row_bytes) {
         c.op = op;
-        c.x_type = c.y_type = c.w_type = DType::kBF16;
         c.x = x.data() + first * n * 2;
-        c.y = y.data() + first * n * 2;
+        c.y = y.data() + first * y_row_bytes;
         c.weight = w.data();
         c.rows = rows;
         c.cols = n;
+      };
+      auto plain = [&](int64_t first, int64_t rows) {
+        nktest::NormCall c;
+        shared(c, first, rows, n * 2);
+        c.x_type = c.y_type = c.w_type = DType::kBF16;
         return nktest::launch(c);
       };
       check_invariant(plain, y, n * 2, op == Op::kLayerNorm ? "LayerNorm" : "RMSNorm", n);
       auto fused = [&](int64_t first, int64_t rows) {
         nktest::AddNormCall c;
-        c.op = op;
-        c.x = x.data() + first * n * 2;
+        shared(c, first, rows, n * 2);
         c.residual = r.data() + first * n * 2;
         c.residual_out = h.data() + first * n * 2;
-        c.y = y.data() + first * n * 2;
-        c.weight = w.data();
-        c.rows = rows;
-        c.cols = n;
         return nktest::launch_add_norm(c);
       };
       check_invariant(fused, y, n * 2, "add+norm", n);
@@ -105,13 +105,8 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
       // limit that had only followed the shapes as they were added).
       auto quant = [&](int64_t first, int64_t rows) {
         nktest::QuantCall c;
-        c.op = op;
-        c.x = x.data() + first * n * 2;
-        c.y = y.data() + first * n;
-        c.weight = w.data();
+        shared(c, first, rows, n);
         c.row_scales = reinterpret_cast<float*>(scales.data()) + first;
-        c.rows = rows;
-        c.cols = n;
         return nktest::launch_quant(c);
       };
       check_invariant(quant, y, n, "fp8 dynamic", n);
@@ -348,49 +343,39 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
         EXPECT_EQ(ran.roomy, registers && fused && ran.vecs == 8) << what << " " << name << ": a batch of " << many;
       };
       normkit::LaunchPlan ran;
+      // The fields the three calls share (all bf16: NormCall sets its types below).
+      auto shared = [&](auto& c, int64_t rows) {
+        c.op = op;
+        c.x = x.data();
+        c.y = y.data();
+        c.weight = w.data();
+        if (op == Op::kLayerNorm) c.bias = b.data();
+        c.rows = rows;
+        c.cols = n;
+        c.launched = &ran;
+      };
       check(
           [&](int64_t rows) {
             nktest::NormCall c;
-            c.op = op;
+            shared(c, rows);
             c.x_type = c.y_type = c.w_type = DType::kBF16;
-            c.x = x.data();
-            c.y = y.data();
-            c.weight = w.data();
-            if (op == Op::kLayerNorm) c.bias = b.data();
-            c.rows = rows;
-            c.cols = n;
-            c.launched = &ran;
             return nktest::launch(c);
           },
           ran, n * 2, false, "plain");
       check(
           [&](int64_t rows) {
             nktest::AddNormCall c;
-            c.op = op;
-            c.x = x.data();
+            shared(c, rows);
             c.residual = r.data();
             c.residual_out = h.data();
-            c.y = y.data();
-            c.weight = w.data();
-            if (op == Op::kLayerNorm) c.bias = b.data();
-            c.rows = rows;
-            c.cols = n;
-            c.launched = &ran;
             return nktest::launch_add_norm(c);
           },
           ran, n * 2, true, "add+norm");
       check(
           [&](int64_t rows) {
             nktest::QuantCall c;
-            c.op = op;
-            c.x = x.data();
-            c.y = y.data();
-            c.weight = w.data();
-            if (op == Op::kLayerNorm) c.bias = b.data();
+            shared(c, rows);
             c.row_scales = reinterpret_cast<float*>(scales.data());
-            c.rows = rows;
-            c.cols = n;
-            c.launched = &ran;
             return nktest::launch_quant(c);
           },
           ran, n, false, "fp8 dynamic");
