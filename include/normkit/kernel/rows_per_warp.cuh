@@ -2,7 +2,7 @@
 // `group` lanes (4, 8, 16 or 32, chosen at run time) holds one row in
 // registers, VECS slots per lane; a CTA of kThreads threads works on
 // kThreads / group rows at a time and strides over the rows (the launcher
-// starts up to 16 times the CTAs that fit at once). Reductions are shuffles
+// starts up to 16 or 64 times the CTAs that fit at once). Reductions are shuffles
 // within the group only: no shared memory, no barrier.
 #pragma once
 
