@@ -51,10 +51,13 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // Rows that need their maximum (per-row quantization) take row_per_block's
   // 8-slot treatment: the maximum folded into the statistics' walk, and the
   // WHOLE form's weight kept in L1 (row_per_block.cuh; docs/performance.md,
-  // change 67). Other rows measured slower with either (changes 62, 64).
+  // change 67); fused-add rows (an input that is not a plain copy of x) the
+  // weight in L1 (change 71: +0.8 to +1.2 points at bf16 N = 131072, level
+  // at 262144). Plain rows measured slower with either (changes 62, 64, 68).
   constexpr bool kRowMax = Problem::Output::kNeedsRowAbsMax;
   using Epi = typename Problem::Epilogue;
-  constexpr bool kKeepParamsInL1 = kRowMax && WHOLE && !std::is_final_v<Problem> && !std::is_final_v<Epi> &&
+  constexpr bool kKeepParamsInL1 = (kRowMax || !Problem::Input::kIsPlainCopy) && WHOLE &&
+                                   !std::is_final_v<Problem> && !std::is_final_v<Epi> &&
                                    detail::HasCachedWhole<Epi, Problem::kVec, ParamCaching::kKeepInL1>::value;
   using Tuned =
       std::conditional_t<kKeepParamsInL1, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
