@@ -122,5 +122,16 @@ struct WithParamCaching : Problem {
   using Epilogue = CachedEpilogue<typename Problem::Epilogue, C>;
 };
 
+/// What a kernel passes its row code to keep the WHOLE form's parameters in
+/// L1 where it WANTs that (row_per_block at 8 slots, row_cluster_registers):
+/// WithParamCaching<Problem, kKeepInL1> where the epilogue takes the hint
+/// (HasCachedWhole) and neither it nor Problem is final (CachedEpilogue
+/// derives from it); Problem itself otherwise, which then runs as it is.
+template <class Problem, bool WANT>
+using ParamsKeptInL1 =
+    std::conditional_t<WANT && !std::is_final_v<Problem> && !std::is_final_v<typename Problem::Epilogue> &&
+                           HasCachedWhole<typename Problem::Epilogue, Problem::kVec, ParamCaching::kKeepInL1>::value,
+                       WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
+
 }  // namespace detail
 NORMKIT_NAMESPACE_END

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "../block/block_reduce.cuh"
 #include "../block/cluster_reduce.cuh"
@@ -55,12 +54,7 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // weight in L1 (change 71: +0.8 to +1.2 points at bf16 N = 131072, level
   // at 262144). Plain rows measured slower with either (changes 62, 64, 68).
   constexpr bool kRowMax = Problem::Output::kNeedsRowAbsMax;
-  using Epi = typename Problem::Epilogue;
-  constexpr bool kKeepParamsInL1 = (kRowMax || !Problem::Input::kIsPlainCopy) && WHOLE &&
-                                   !std::is_final_v<Problem> && !std::is_final_v<Epi> &&
-                                   detail::HasCachedWhole<Epi, Problem::kVec, ParamCaching::kKeepInL1>::value;
-  using Tuned =
-      std::conditional_t<kKeepParamsInL1, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
+  using Tuned = detail::ParamsKeptInL1<Problem, (kRowMax || !Problem::Input::kIsPlainCopy) && WHOLE>;
   for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
     detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
         p, row, true, col_base, cols, reducer.rank() == 0, threadIdx.x, blockDim.x, reducer);

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "../block/block_reduce.cuh"
 #include "../block/paired_reduce.cuh"
@@ -82,11 +81,7 @@ __global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : row_per_block
   // WHOLE form of an epilogue that takes the hint runs through the adaptor;
   // any other epilogue (one without the hint, or a `final` one) runs as it is.
   constexpr bool kWide = VECS == 8;
-  using Epi = typename Problem::Epilogue;
-  constexpr bool kKeepParamsInL1 = kWide && WHOLE && !std::is_final_v<Problem> && !std::is_final_v<Epi> &&
-                                   detail::HasCachedWhole<Epi, Problem::kVec, ParamCaching::kKeepInL1>::value;
-  using Tuned =
-      std::conditional_t<kKeepParamsInL1, detail::WithParamCaching<Problem, ParamCaching::kKeepInL1>, Problem>;
+  using Tuned = detail::ParamsKeptInL1<Problem, kWide && WHOLE>;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kWide, ROOMY && !kWide>(
         p, row, true, 0, cols, true, threadIdx.x, blockDim.x, reducer);
