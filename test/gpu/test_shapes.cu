@@ -73,6 +73,51 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
   EXPECT_GT(ran, 0);
 }
 
+// Plain RMSNorm rows in a cluster's registers are relayed
+// (kernel/row_relay.cuh): each CTA loads its part of the next row while the
+// current one reduces and is written from shared memory. Enough rows that
+// every cluster runs several (the resident grid strides over them: 66
+// clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
+// are the previous row's relay; aligned (WHOLE) and not, strided, in place.
+TEST(Shapes, RelayedClusterRegisterRowsManyPerCluster) {
+  NK_REQUIRE_GPU();
+  const bool quick = nktest::quick_mode();
+  struct Case {
+    DType t;
+    int64_t cols, rows;
+    Shape shape;
+    int x_misalign;
+    int64_t x_stride;
+    bool in_place;
+  };
+  const Case cases[] = {
+      {DType::kBF16, 131072, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 1, -1, false},
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
+      {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
+      {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 3, -1, false},
+      {DType::kF32, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, false},
+      // CTAs of one warp (clusters of 2): thousands resident, so many rows.
+      {DType::kBF16, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 0, -1, false},
+      {DType::kF32, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 1, -1, false},
+  };
+  for (const Case& c : cases) {
+    CaseSpec s;
+    s.op = Op::kRmsNorm;
+    s.x = s.y = s.w = c.t;
+    s.shape = c.shape;
+    s.cols = c.cols;
+    s.rows = c.rows;
+    s.x_misalign = c.x_misalign;
+    s.x_stride = c.x_stride;
+    s.in_place = c.in_place;
+    const nktest::CaseResult r = nktest::run_case(s);
+    EXPECT_TRUE(r.ok()) << nktest::describe(s) << "\n  seed=" << r.seed << " " << r.first_failure;
+    EXPECT_EQ(r.plan.shape, Shape::kRowInClusterRegisters) << nktest::describe(s);
+  }
+}
+
 std::vector<ShapeParam> shape_params() {
   std::vector<ShapeParam> v;
   for (Shape sh : {Shape::kAuto, Shape::kRowsPerWarp, Shape::kRowPerBlock, Shape::kRowInSmem, Shape::kRowInCluster,

@@ -36,6 +36,11 @@ DeviceCaps a100() {
 
 RowFormat bf16_row(int64_t n) { return RowFormat{n, 8, 2, false}; }
 RowFormat f32_row(int64_t n) { return RowFormat{n, 4, 4, false}; }
+/// A format whose rows row_cluster_registers relays (kernel::kRelaysRows: plain RMSNorm).
+RowFormat relayed_row(RowFormat f) {
+  f.relays_rows = true;
+  return f;
+}
 
 LaunchPlan plan_of(const RowFormat& f, const DeviceCaps& d, Shape s = Shape::kAuto) {
   LaunchPlan p;
@@ -415,6 +420,19 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(plan_of(bf16_row(262144), h200()).shape, Shape::kRowInCluster);  // 4 CTAs: staged
   EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(131072)), h200()).shape, Shape::kRowInCluster);
+  // Relayed fp32 rows take a cluster's registers in clusters of 4 as well
+  // (change 72); relayed 16-bit rows there stay staged, and clusters of 2
+  // and rows past 512 KiB are the same relayed or not.
+  const LaunchPlan relayed = plan_of(relayed_row(f32_row(131072)), h200());
+  EXPECT_EQ(relayed.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(relayed.cluster, 4);
+  EXPECT_EQ(relayed.threads, 1024);
+  EXPECT_EQ(plan_of(relayed_row(bf16_row(262144)), h200()).shape, Shape::kRowInCluster);
+  for (const auto& [f, cluster] : plain) {
+    const LaunchPlan r = plan_of(relayed_row(f), h200());
+    EXPECT_EQ(r.shape, Shape::kRowInClusterRegisters) << f.cols;
+    EXPECT_EQ(r.cluster, cluster) << f.cols;
+  }
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(65536), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
   EXPECT_EQ(p.cluster, 2);

@@ -12,6 +12,10 @@
 // The grid is as many clusters as are resident, striding over the rows:
 // launching a cluster per row measured 7-20 points slower (each cluster then
 // pays its construction's cluster barrier and is placed as a unit).
+//
+// Plain rows (kRelaysRows) are relayed: each CTA parks its part in shared
+// memory once the statistics' walk has read it, and loads its part of the
+// next row while this one reduces and is written (row_relay.cuh).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +24,7 @@
 #include "../block/cluster_reduce.cuh"
 #include "../config.cuh"
 #include "../epilogue/hooks.cuh"
+#include "row_relay.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -55,9 +60,18 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // at 262144). Plain rows measured slower with either (changes 62, 64, 68).
   constexpr bool kRowMax = Problem::Output::kNeedsRowAbsMax;
   using Tuned = detail::ParamsKeptInL1<Problem, (kRowMax || !Problem::Input::kIsPlainCopy) && WHOLE>;
-  for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
-    detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
-        p, row, true, col_base, cols, reducer.rank() == 0, threadIdx.x, blockDim.x, reducer);
+  if constexpr (kRelaysRows<Problem>) {
+    // blockDim.x * VECS slots (relay_smem_bytes), launched as dynamic shared memory.
+    extern __shared__ __align__(16) unsigned char relay_bytes[];
+    detail::relay_rows<Problem, VECS, WHOLE>(p, blockIdx.x / csize, gridDim.x / csize, col_base, cols,
+                                             reducer.rank() == 0, reducer,
+                                             reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
+                                                 relay_bytes));
+  } else {
+    for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
+      detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
+          p, row, true, col_base, cols, reducer.rank() == 0, threadIdx.x, blockDim.x, reducer);
+    }
   }
   reducer.finish();
 }

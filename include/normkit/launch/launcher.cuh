@@ -121,6 +121,7 @@ struct Launcher {
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
     f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
+    f.relays_rows = kernel::kRelaysRows<Problem>;
     return f;
   }
 
@@ -259,7 +260,8 @@ struct Launcher {
   /// A row across a cluster, each CTA's part in registers (planned for
   /// problems whose rows may take 8 slots a thread; WHOLE when every access
   /// is slot-aligned, the parts being whole by plan). Grid: the resident
-  /// clusters, striding over the rows.
+  /// clusters, striding over the rows; relayed rows (kRelaysRows) park their
+  /// parts in relay_smem_bytes of dynamic shared memory.
   static Status run_cluster_registers(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                       cudaStream_t stream) {
     if constexpr (!kWideSlots) {
@@ -268,7 +270,8 @@ struct Launcher {
       constexpr int V = PlanTuning::kWideVecs;
       const auto kernel = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
                                          : &kernel::row_cluster_registers<Problem, V, false>;
-      return launch_resident(kernel, p, plan, 0, device, caps, stream);
+      const size_t smem = kernel::kRelaysRows<Problem> ? kernel::relay_smem_bytes(plan.threads, V) : 0;
+      return launch_resident(kernel, p, plan, smem, device, caps, stream);
     }
   }
 

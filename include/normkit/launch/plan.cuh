@@ -73,6 +73,7 @@ struct RowFormat {
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
   bool folds_each_part = false;  ///< the statistics fold through fold_slots (kFoldsEachPart)
+  bool relays_rows = false;  ///< row_cluster_registers relays these rows (kernel::kRelaysRows)
 };
 
 struct LaunchPlan {
@@ -385,9 +386,13 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// clusters of 4 77% -> 81% but RMSNorm fp32 there 85% -> 84%, and bf16
 /// N = 262144 in clusters of 4 RMSNorm 83.5% -> 79.5%, add + RMSNorm -1 (so
 /// not clusters of 4); rows of 1 MiB, fp32 N = 262144 in clusters of 8,
-/// streamed before: RMSNorm 66% -> 74%, LayerNorm 62.5% -> 68%.
+/// streamed before: RMSNorm 66% -> 74%, LayerNorm 62.5% -> 68%. Relayed
+/// fp32 rows (kernel::kRelaysRows, change 72) in any cluster: RMSNorm fp32
+/// N = 131072 in clusters of 4 85% staged -> 91%; not 16-bit ones (RMSNorm
+/// bf16 N = 262144 in clusters of 4, relayed: 83% staged -> 79%).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
-  return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes;
+  return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
+         (f.relays_rows && f.storage_bytes == 4);
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {

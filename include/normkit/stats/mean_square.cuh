@@ -14,6 +14,8 @@ namespace stats {
 struct MeanSquare {
   /// Folds through fold_slots: the paired register forms may run it.
   static constexpr bool kFoldsEachPart = true;
+  /// Reads the view once, before its only reduction (walks_before_reducing_v).
+  static constexpr bool kWalksBeforeReducing = true;
 
   template <class View, class Reducer>
   static NORMKIT_DEVICE RowStats compute(const View& view, Reducer& reducer, int64_t n, float eps) {

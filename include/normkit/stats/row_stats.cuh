@@ -113,6 +113,21 @@ struct RowReductions<T, std::void_t<decltype(T::kRowReductions)>> : std::integra
 /// preferred_vecs), and never at 8 slots in 16-bit (allows_wide_slots).
 template <class Stats>
 inline constexpr int row_reductions_v = detail::RowReductions<Stats>::value;
+
+namespace detail {
+template <class T, class = void>
+struct WalksBeforeReducing : std::false_type {};
+template <class T>
+struct WalksBeforeReducing<T, std::void_t<decltype(T::kWalksBeforeReducing)>>
+    : std::bool_constant<T::kWalksBeforeReducing> {};
+}  // namespace detail
+
+/// Whether a statistics policy reads its view only before its first
+/// reduction (its optional kWalksBeforeReducing; false without it): a kernel
+/// may then reuse the row's registers once that reduction starts (the
+/// cluster-register kernel loads the next row into them: kernel/row_relay.cuh).
+template <class Stats>
+inline constexpr bool walks_before_reducing_v = detail::WalksBeforeReducing<Stats>::value;
 }  // namespace stats
 
 /// The partial values of the lanes a thread stands in for (a view's kParts
