@@ -73,13 +73,14 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
   EXPECT_GT(ran, 0);
 }
 
-// Plain RMSNorm rows in a cluster's registers are relayed
+// Plain fp32 RMSNorm rows in a cluster's registers are relayed
 // (kernel/row_relay.cuh): each CTA loads its part of the next row while the
 // current one reduces and is written from shared memory. Enough rows that
 // every cluster runs several (the resident grid strides over them: 66
 // clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
-// are the previous row's relay; aligned (WHOLE) and not, strided, in place.
-TEST(Shapes, RelayedClusterRegisterRowsManyPerCluster) {
+// are the previous row's relay; aligned (WHOLE) and not. The bf16 rows,
+// not relayed, run the plain loop as many times (strided, in place too).
+TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
   NK_REQUIRE_GPU();
   const bool quick = nktest::quick_mode();
   struct Case {
@@ -96,6 +97,8 @@ TEST(Shapes, RelayedClusterRegisterRowsManyPerCluster) {
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
+      {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
+      {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
       {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 3, -1, false},
       {DType::kF32, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, false},
       // CTAs of one warp (clusters of 2): thousands resident, so many rows.

@@ -6,8 +6,8 @@
 // walk (which reads x back from shared memory) then run while the next row's
 // loads are in flight. Without it the SM's loads stop at every row's
 // reduction, which waits for the slowest CTA of the cluster, and at its
-// output walk (docs/performance.md, change 72: RMSNorm bf16 N = 131072 89.5%
-// -> 92.5-93% of the copy, fp32 65536 91% -> 94.5%, fp32 262144 82% -> 91%).
+// output walk (docs/performance.md, change 72: RMSNorm fp32 N = 65536 91.5%
+// -> 94-95% of the copy, 131072 85% -> 91%, 262144 82% -> 91%).
 //
 // The bits are those of the plain loop: the same view of the same registers
 // for the statistics, the same slots in the same order for the output.
@@ -27,13 +27,17 @@ namespace kernel {
 /// Whether row_cluster_registers relays this problem's rows: a row that is
 /// x's bytes as they are (a fused add's input stores h as it loads, so its
 /// next row's loads would wait: 95% -> 57%), statistics that read the row
-/// only before reducing (the registers hold the next row after that), and an
+/// only before reducing (the registers hold the next row after that), an
 /// output that needs no row maximum (per-row quantization reads its weight
 /// from L1, which the parked row's shared memory would shrink: fp8 N =
-/// 131072 88% -> 75%; change 72).
+/// 131072 88% -> 75%), and rows held as 4-byte elements. 16-bit rows ran
+/// bimodal relayed (bf16 N = 131072: calls of 269 to 326 us, the median 274
+/// us in one process and 306 us in the benchmark suite's, against 286 us
+/// either way without the relay; change 72), so they keep the plain loop.
 template <class Problem>
 inline constexpr bool kRelaysRows = Problem::Input::kIsPlainCopy && !Problem::Output::kNeedsRowAbsMax &&
-                                    stats::walks_before_reducing_v<typename Problem::Stats>;
+                                    stats::walks_before_reducing_v<typename Problem::Stats> &&
+                                    sizeof(typename Problem::Storage) == 4;
 
 /// Dynamic shared memory a relaying CTA of `threads` threads at `vecs` slots
 /// parks its part in (a slot is 16 bytes).
