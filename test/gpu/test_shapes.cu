@@ -101,7 +101,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
       {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 3, -1, false},
       {DType::kF32, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, false},
-      // CTAs of one warp (clusters of 2): thousands resident, so many rows.
+      // CTAs of one or two warps (clusters of 2): thousands resident, so many rows.
       {DType::kBF16, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 0, -1, false},
       {DType::kF32, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 1, -1, false},
   };

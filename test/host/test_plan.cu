@@ -433,6 +433,17 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
     EXPECT_EQ(r.shape, Shape::kRowInClusterRegisters) << f.cols;
     EXPECT_EQ(r.cluster, cluster) << f.cols;
   }
+  // The relay's shared memory is the plan's (16 bytes a slot), none otherwise;
+  // where it does not fit, a larger cluster of smaller CTAs.
+  EXPECT_EQ(plan_of(relayed_row(f32_row(65536)), h200()).smem_bytes, 16u * 1024 * 8);
+  EXPECT_EQ(plan_of(f32_row(65536), h200()).smem_bytes, 0u);
+  DeviceCaps small = h200();
+  small.max_smem_per_block_optin = 99 * 1024;
+  const LaunchPlan smaller = plan_of(relayed_row(f32_row(65536)), small);
+  EXPECT_EQ(smaller.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(smaller.cluster, 4);
+  EXPECT_EQ(smaller.threads, 512);
+  EXPECT_EQ(smaller.smem_bytes, 16u * 512 * 8);
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(65536), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
   EXPECT_EQ(p.cluster, 2);

@@ -78,6 +78,7 @@ NORMKIT_DEVICE void relay_rows(const typename Problem::Params& p, int64_t first,
   static_assert(kernel::kRelaysRows<Problem>, "normkit: relay_rows runs only the problems kRelaysRows admits");
   constexpr int VEC = Problem::kVec;
   using Slot = RawSlot<typename Problem::Storage, VEC>;
+  static_assert(sizeof(Slot) == 16, "normkit: relay_smem_bytes sizes the parked part at 16 bytes a slot");
   using Slots = normkit::RegisterView<typename Problem::Storage, VECS, VEC, WHOLE>;
   using In = typename Problem::Input;
   const int lane = threadIdx.x;

@@ -270,8 +270,8 @@ struct Launcher {
       constexpr int V = PlanTuning::kWideVecs;
       const auto kernel = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
                                          : &kernel::row_cluster_registers<Problem, V, false>;
-      const size_t smem = kernel::kRelaysRows<Problem> ? kernel::relay_smem_bytes(plan.threads, V) : 0;
-      return launch_resident(kernel, p, plan, smem, device, caps, stream);
+      // The plan sized the relay's shared memory (relay_smem_bytes) for rows kRelaysRows admits.
+      return launch_resident(kernel, p, plan, plan.smem_bytes, device, caps, stream);
     }
   }
 

@@ -364,12 +364,18 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
     const int64_t threads =
         whole_warp_threads(slots, int64_t{c} * PlanTuning::kWideVecs, kernel::kClusterRegistersMaxThreads);
     if (threads > 0) {
+      // Relayed rows park each CTA's part in shared memory: where it does
+      // not fit (devices with less to opt into than sm_90's 227 KiB), a
+      // larger cluster, whose CTAs hold less, or no such plan.
+      const size_t smem =
+          f.relays_rows ? kernel::relay_smem_bytes(static_cast<int>(threads), PlanTuning::kWideVecs) : 0;
+      if (smem > 0 && smem + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) continue;
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
       p->threads = static_cast<int>(threads);
       p->vecs = PlanTuning::kWideVecs;
       p->chunk = f.cols / c;
-      p->smem_bytes = 0;
+      p->smem_bytes = smem;
       return true;
     }
   }

@@ -126,6 +126,9 @@ struct WalksBeforeReducing<T, std::void_t<decltype(T::kWalksBeforeReducing)>>
 /// reduction (its optional kWalksBeforeReducing; false without it): a kernel
 /// may then reuse the row's registers once that reduction starts (the
 /// cluster-register kernel loads the next row into them: kernel/row_relay.cuh).
+/// A policy derived from one that declares it (MeanSquare) inherits it, so a
+/// derived compute that walks the view after a reduction must declare it
+/// false again.
 template <class Stats>
 inline constexpr bool walks_before_reducing_v = detail::WalksBeforeReducing<Stats>::value;
 }  // namespace stats
