@@ -63,6 +63,13 @@ TEST(Plan, ShortRowsShareAWarp) {
   EXPECT_EQ(plan_of(bf16_row(256), h200()).vecs, 2);
   EXPECT_EQ(plan_of(bf16_row(512), h200()).group, 32);
   EXPECT_EQ(plan_of(f32_row(256), h200()).group, 32);
+  // CTAs of 64 threads (change 74): two warps, so a CTA that waits on its
+  // slowest row holds an SM's slot for little; a group never spans CTAs.
+  for (int64_t n : {1, 64, 256, 768, 1024}) {
+    const LaunchPlan p = plan_of(bf16_row(n), h200(), Shape::kRowsPerWarp);
+    EXPECT_EQ(p.threads, 64) << n;
+    EXPECT_EQ(p.threads % p.group, 0) << n;
+  }
 }
 
 TEST(Plan, ShortRowsTakeTwoSlotsPerThreadLongerRowsFour) {
