@@ -383,6 +383,49 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
   }
 }
 
+// fp32 RMSNorm rows past 128 KiB run row_cluster_registers relayed (change
+// 72): a CTA parks its part of one row in shared memory and loads its part of
+// the next while the first reduces, so a cluster's first row and the rows it
+// relays take different code paths. Row `probe` of a batch of kRelayRows
+// starting at 0 is at least a cluster's third row (at most 66 clusters of 2 on
+// the H200); alone it is a cluster's only row: the bits must not differ.
+TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
+  NK_REQUIRE_GPU();
+  constexpr int64_t kRelayRows = 150, probe = 140;
+  const uint64_t seed = nktest::fresh_seed();
+  for (int64_t n : {int64_t{65536}, int64_t{131072}}) {
+    if (left_to_plain_run(n)) continue;
+    const int64_t row_bytes = n * 4;
+    DeviceBuffer x(kRelayRows * row_bytes), y(kRelayRows * row_bytes), w(row_bytes);
+    std::vector<float> h(kRelayRows * n);
+    nktest::Rng rng(seed + n);
+    for (auto& v : h) v = static_cast<float>(0.5 + 2.0 * rng.uniform());  // [0.5, 2.5): a non-zero mean
+    ASSERT_EQ(cudaMemcpy(x.data(), h.data(), x.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(w.data(), h.data() + n, w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    normkit::LaunchPlan ran;
+    auto plain = [&](int64_t first, int64_t rows) {
+      nktest::NormCall c;
+      c.op = Op::kRmsNorm;
+      c.x_type = c.y_type = c.w_type = DType::kF32;
+      c.x = x.data() + first * row_bytes;
+      c.y = y.data() + first * row_bytes;
+      c.weight = w.data();
+      c.rows = rows;
+      c.cols = n;
+      c.launched = &ran;
+      return nktest::launch(c);
+    };
+    const auto alone = output_row(plain, y, row_bytes, probe, 1, probe);
+    // The test is about the relay: the plan must be the relayed one.
+    ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << n;
+    ASSERT_GT(ran.smem_bytes, 0u) << n;
+    for (auto [first, rows] : {std::pair<int64_t, int64_t>{0, kRelayRows}, {100, 45}, {probe - 1, 3}, {0, probe + 1}}) {
+      EXPECT_EQ(output_row(plain, y, row_bytes, first, rows, probe), alone)
+          << "fp32 RMSNorm N=" << n << ": row " << probe << " in a batch of " << rows << " starting at " << first;
+    }
+  }
+}
+
 TEST(BatchInvariance, RepeatedRunsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   for (int64_t n : kLengths) {
