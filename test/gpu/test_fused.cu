@@ -125,6 +125,7 @@ TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
                                               {Shape::kAuto, 32768},  // 8 slots per thread (RMSNorm)
                                               {Shape::kAuto, 65536},   // RMSNorm: 1024 threads x 8 slots
                                               {Shape::kAuto, 131072},  // RMSNorm: 2 CTAs' registers
+                                              {Shape::kAuto, 262144},  // RMSNorm: 4 CTAs' registers
                                               {Shape::kAuto, 200003}};  // 4 CTAs; 8, on chip past 256 KiB
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
     for (const auto& [shape, n] : shapes) {

@@ -270,12 +270,16 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   const std::pair<int64_t, int> wide[] = {{24576, 384}, {28672, 448}, {32768, 512}, {40960, 640}, {65536, 1024}};
   for (const auto& [n, threads] : wide) {
     for (const RowFormat& f : {bf16_row(n), quant_row(bf16_row(n))}) {
+      // Rows kept on chip past 64 KiB of x: the same slots in a cluster of
+      // 2 CTAs of half the threads (change 76).
+      const bool split = f.needs_on_chip && n * 2 > 65536;
       const LaunchPlan p = plan_of(f, h200());
-      EXPECT_EQ(p.shape, Shape::kRowPerBlock) << n;
+      EXPECT_EQ(p.shape, split ? Shape::kRowInClusterRegisters : Shape::kRowPerBlock) << n;
       EXPECT_EQ(p.vecs, 8) << n;
-      EXPECT_EQ(p.threads, threads) << n;
-      // Forcing the shape auto picks changes nothing.
+      EXPECT_EQ(p.threads, split ? threads / 2 : threads) << n;
+      // Forcing the shape auto picks (or that split rows would take in one CTA) holds them at 8 slots.
       EXPECT_EQ(plan_of(f, h200(), Shape::kRowPerBlock).vecs, 8) << n;
+      EXPECT_EQ(plan_of(f, h200(), Shape::kRowPerBlock).threads, threads) << n;
     }
   }
   for (int64_t n : {4096, 8192, 12288, 16384}) {  // up to 32 KiB: 4 slots
@@ -403,9 +407,24 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(odd.cluster, 2);
   EXPECT_EQ(odd.threads, 640);
   EXPECT_EQ(plan_of(quant_row(f32_row(65536)), h200()).cluster, 2);
-  // Rows one CTA holds stay in one (row_per_block).
-  EXPECT_EQ(plan_of(quant_row(bf16_row(65536)), h200()).shape, Shape::kRowPerBlock);
-  EXPECT_EQ(plan_of(quant_row(f32_row(32768)), h200()).shape, Shape::kRowPerBlock);
+  // Rows of 64 KiB of x or less stay in one CTA (row_per_block, up to 512
+  // threads, two per SM); longer ones, which one CTA would hold only at 1024
+  // threads, split over a cluster of 2 CTAs of half the threads (change 76),
+  // but in one CTA where the device has no clusters.
+  EXPECT_EQ(plan_of(quant_row(bf16_row(32768)), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(quant_row(f32_row(16384)), h200()).shape, Shape::kRowPerBlock);
+  for (const RowFormat& f : {quant_row(bf16_row(65536)), quant_row(f32_row(32768))}) {
+    const LaunchPlan q = plan_of(f, h200());
+    EXPECT_EQ(q.shape, Shape::kRowInClusterRegisters) << f.cols;
+    EXPECT_EQ(q.cluster, 2) << f.cols;
+    EXPECT_EQ(q.threads, 512) << f.cols;
+    EXPECT_EQ(plan_of(f, a100()).shape, Shape::kRowPerBlock) << f.cols;
+    EXPECT_EQ(plan_of(f, a100()).threads, 1024) << f.cols;
+  }
+  // Not split where the halves would not fill whole warps (bf16 34816: 544
+  // threads in one CTA, 272 in each of 2).
+  EXPECT_EQ(plan_of(quant_row(bf16_row(34816)), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(quant_row(bf16_row(34816)), h200()).threads, 544);
   // No split into whole warps (131080 = 16385 slots), or more than 8 x 1024
   // threads x 8 slots (786432: 8 x 1536): staged, as before.
   EXPECT_EQ(plan_of(quant_row(bf16_row(131080)), h200()).shape, Shape::kRowInCluster);
@@ -425,6 +444,18 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
     EXPECT_EQ(r.threads, 1024) << f.cols;
   }
   EXPECT_EQ(plan_of(bf16_row(262144), h200()).shape, Shape::kRowInCluster);  // 4 CTAs: staged
+  // Fused-add rows with one reduction (add + RMSNorm) take a cluster's
+  // registers in clusters of 4 too (change 76); with two (add + LayerNorm
+  // fp32) they stay staged.
+  RowFormat fused = bf16_row(262144);
+  fused.plain_input = false;
+  const LaunchPlan fr = plan_of(fused, h200());
+  EXPECT_EQ(fr.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(fr.cluster, 4);
+  EXPECT_EQ(fr.threads, 1024);
+  RowFormat fused_two = two_pass_row(f32_row(131072));
+  fused_two.plain_input = false;
+  EXPECT_EQ(plan_of(fused_two, h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(131072)), h200()).shape, Shape::kRowInCluster);
   // Relayed fp32 rows take a cluster's registers in clusters of 4 as well

@@ -122,6 +122,7 @@ struct Launcher {
     f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     f.relays_rows = kernel::kRelaysRows<Problem>;
+    f.plain_input = Problem::Input::kIsPlainCopy;
     return f;
   }
 

@@ -74,6 +74,9 @@ struct RowFormat {
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
   bool folds_each_part = false;  ///< the statistics fold through fold_slots (kFoldsEachPart)
   bool relays_rows = false;  ///< row_cluster_registers relays these rows (kernel::kRelaysRows)
+  /// The row is x's bytes (Input::kIsPlainCopy); false for a fused add,
+  /// whose input stores h as it loads x and the residual.
+  bool plain_input = true;
 };
 
 struct LaunchPlan {
@@ -115,6 +118,13 @@ struct PlanTuning {
   static constexpr int kMaxCluster = 8;                    ///< portable cluster size limit
   static constexpr int kStreamingCluster = 8;
   static constexpr int64_t kPairedMinRowBytes = 4096;      ///< row_per_block rows from this size may run paired
+  /// Longest x row kept on chip (per-row quantization) in one CTA's
+  /// registers: longer rows (1024-thread CTAs, one per SM) split over a
+  /// cluster of 2 CTAs of half the threads, two per SM, so that one CTA's
+  /// arithmetic runs while the other's loads are in flight (per-row int8 bf16
+  /// N = 65536 89.8% -> 92.6% of the copy, fp8 level; docs/performance.md,
+  /// change 76).
+  static constexpr int64_t kOneCtaOnChipRowBytes = 65536;
   /// rows_per_warp groups whose slots span this many columns (group * vec)
   /// may run paired, so that half the lanes still store a 1-byte output in
   /// whole 32-byte sectors (bf16 N = 128, 2 lanes paired: 95% -> 58% of the
@@ -395,10 +405,13 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// streamed before: RMSNorm 66% -> 74%, LayerNorm 62.5% -> 68%. Relayed
 /// fp32 rows (kernel::kRelaysRows, change 72) in any cluster: RMSNorm fp32
 /// N = 131072 in clusters of 4 85% staged -> 91%; not 16-bit ones (RMSNorm
-/// bf16 N = 262144 in clusters of 4, relayed: 83% staged -> 79%).
+/// bf16 N = 262144 in clusters of 4, relayed: 83% staged -> 79%). Fused-add
+/// rows with one reduction (add + RMSNorm) in any cluster: since change 71
+/// keeps their weight in L1 there, bf16 N = 262144 in clusters of 4 reads
+/// 88.8% staged -> 91.9%, in place 90.9% -> 92.9% (change 76).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
-         (f.relays_rows && f.storage_bytes == 4);
+         (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1);
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
@@ -441,6 +454,10 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       const int64_t row_bytes = f.cols * f.storage_bytes;  // as staged on chip
       const int vecs = detail::preferred_vecs(f);
       if (detail::plan_rows_per_warp(f, vecs, &p)) {
+        ok = true;
+      } else if (LaunchPlan r; f.needs_on_chip && detail::x_row_bytes(f) > PlanTuning::kOneCtaOnChipRowBytes &&
+                                detail::plan_cluster_registers(f, d, &r)) {
+        p = r;  // in pairs of CTAs, two per SM (kOneCtaOnChipRowBytes)
         ok = true;
       } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f)) &&
                  detail::plan_row_per_block(f, vecs, &p)) {
