@@ -676,6 +676,20 @@ __global__ void whole_epilogue_kernel(const W* w, int64_t col0, const float* in,
   for (int i = 0; i < VEC; ++i) out[i] = v[i];
 }
 
+/// A weight of 64 elements, one slot of VEC inputs and one of outputs, on the
+/// device (the epilogue tests' buffers).
+template <class W, int VEC>
+struct SlotBuffers {
+  DeviceBuffer dw{64 * sizeof(W)}, din{VEC * 4}, dout{VEC * 4};
+  SlotBuffers(const std::vector<W>& w, const std::vector<float>& x) {  // (no ASSERT in a constructor)
+    EXPECT_EQ(cudaMemcpy(dw.data(), w.data(), 64 * sizeof(W), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(din.data(), x.data(), VEC * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  const W* weight() { return reinterpret_cast<const W*>(dw.data()); }
+  const float* in() { return reinterpret_cast<const float*>(din.data()); }
+  float* out() { return reinterpret_cast<float*>(dout.data()); }
+};
+
 template <class W, int VEC>
 void check_scale_caching() {
   std::vector<W> w(64);
@@ -685,12 +699,10 @@ void check_scale_caching() {
     w[i] = normkit::detail::from_float<W>(wf[i]);
   }
   for (int i = 0; i < VEC; ++i) xh[i] = 1.25f - 0.375f * static_cast<float>(i);
-  DeviceBuffer dw(64 * sizeof(W)), din(VEC * 4), dout(VEC * 4);
-  NK_CUDA_OK(cudaMemcpy(dw.data(), w.data(), 64 * sizeof(W), cudaMemcpyHostToDevice));
-  NK_CUDA_OK(cudaMemcpy(din.data(), xh.data(), VEC * 4, cudaMemcpyHostToDevice));
-  const W* pw = reinterpret_cast<const W*>(dw.data());
-  const float* in = reinterpret_cast<const float*>(din.data());
-  float* out = reinterpret_cast<float*>(dout.data());
+  SlotBuffers<W, VEC> bufs(w, xh);
+  const W* pw = bufs.weight();
+  const float* in = bufs.in();
+  float* out = bufs.out();
   auto check = [&](auto launch, const char* what, int64_t col0, bool offset) {
     NK_CUDA_OK(cudaMemset(out, 0xff, VEC * 4));  // NaN
     launch();
@@ -944,6 +956,102 @@ TEST(Epilogues, CachedEpilogueCallsHooklessEpiloguesAsBefore) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(o[i], 2.f * xh[i]) << "apply expected (checked form), i " << i;
   o = result([&] { whole_epilogue_kernel<Plain, 8, true, ParamCaching::kDefault><<<1, 1>>>(none, 0, in, out); });
   for (int i = 0; i < 8; ++i) EXPECT_EQ(o[i], 2.f * xh[i]) << "apply expected (no WHOLE hooks), i " << i;
+}
+
+// The addend forms of Scale's hooks (int8 with per-row scales rounds in the
+// epilogue's fma, change 79): each must give fmaf(x, w, c), one rounding of
+// the exact x * w + c, through every path a kernel takes (apply, apply_whole
+// with and without the L1 hint, CachedEpilogue, apply_prefetched), for a
+// weight, no weight (a scale of 1) and the (1 + w) offset. c = 1.5 * 2^23,
+// the int8 rounding bias: the data are drawn so that rounding x * w first
+// would change some results (checked), so the test tells the forms apart.
+static_assert(normkit::detail::TakesAddend<normkit::epilogue::Scale<float>, 8>::value);
+static_assert(normkit::detail::TakesAddend<normkit::epilogue::Scale<normkit::bfloat16, true, true>, 8>::value);
+static_assert(normkit::detail::TakesAddend<
+              normkit::detail::CachedEpilogue<normkit::epilogue::Scale<float>, ParamCaching::kKeepInL1>, 8>::value);
+static_assert(!normkit::detail::TakesAddend<normkit::epilogue::Affine<float>, 8>::value, "Affine has no addend form");
+static_assert(!normkit::detail::TakesAddend<TimesTwoWhole, 8>::value);
+
+template <class Epi, int VEC, bool WHOLE, ParamCaching C, bool PREFETCHED, class W>
+__global__ void addend_epilogue_kernel(const W* w, int64_t col0, float addend, const float* in, float* out) {
+  float v[VEC];
+  for (int i = 0; i < VEC; ++i) v[i] = in[i];
+  typename Epi::Params p{};
+  p.weight = w;
+  if constexpr (PREFETCHED) {
+    Epi::template apply_prefetched<VEC>(p, Epi::template prefetch_whole<VEC>(p, col0), v, addend);
+  } else {
+    normkit::detail::apply_epilogue_plus<Epi, VEC, WHOLE, C>(p, 0, col0, VEC, v, addend);
+  }
+  for (int i = 0; i < VEC; ++i) out[i] = v[i];
+}
+
+template <class W, int VEC>
+void check_addend_forms() {
+  const uint64_t seed = nktest::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  nktest::Rng rng(seed);
+  std::vector<W> w(64);
+  std::vector<float> wf(64), xh(VEC);
+  for (int i = 0; i < 64; ++i) {
+    w[i] = normkit::detail::from_float<W>(static_cast<float>(0.5 + rng.uniform()));
+    wf[i] = normkit::detail::to_float(w[i]);
+  }
+  // |x * w| up to about 127 with many fractional bits: x * w is not exact in fp32.
+  for (int i = 0; i < VEC; ++i) xh[i] = static_cast<float>(80 * (2 * rng.uniform() - 1)) + 1.f / 3.f;
+  const float c = normkit::detail::kInt8RoundingBias;
+  SlotBuffers<W, VEC> bufs(w, xh);
+  const W* pw = bufs.weight();
+  const float* in = bufs.in();
+  float* out = bufs.out();
+  int told_apart = 0;  // elements where rounding x * w first gives another sum
+  auto check = [&](auto launch, const char* what, int64_t col0, bool weight, bool offset) {
+    NK_CUDA_OK(cudaMemset(out, 0xff, VEC * 4));  // NaN
+    launch();
+    NK_CUDA_OK(cudaGetLastError());
+    std::vector<float> o(VEC);
+    NK_CUDA_OK(cudaMemcpy(o.data(), out, VEC * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < VEC; ++i) {
+      const float m = offset ? 1.f + (weight ? wf[col0 + i] : 0.f) : (weight ? wf[col0 + i] : 1.f);
+      const float want = std::fma(xh[i], m, c);
+      volatile float product = xh[i] * m;  // rounded first (volatile: no contraction into an fma)
+      told_apart += product + c != want;
+      EXPECT_EQ(o[i], want) << what << " col0 " << col0 << " i " << i;
+    }
+  };
+  using normkit::epilogue::Scale;
+  using Cached = normkit::detail::CachedEpilogue<Scale<W>, ParamCaching::kKeepInL1>;
+  constexpr ParamCaching kNone = ParamCaching::kDefault, kL1 = ParamCaching::kKeepInL1;
+  for (int64_t col0 : {int64_t{0}, int64_t{VEC}, int64_t{5 * VEC}}) {
+    for (const W* wp : {pw, static_cast<const W*>(nullptr)}) {
+      const bool has = wp != nullptr;
+      check([&] { addend_epilogue_kernel<Scale<W>, VEC, false, kNone, false><<<1, 1>>>(wp, col0, c, in, out); },
+            "apply", col0, has, false);
+      check([&] { addend_epilogue_kernel<Scale<W>, VEC, true, kNone, false><<<1, 1>>>(wp, col0, c, in, out); },
+            "apply_whole", col0, has, false);
+      check([&] { addend_epilogue_kernel<Scale<W>, VEC, true, kL1, false><<<1, 1>>>(wp, col0, c, in, out); },
+            "apply_whole, kept in L1", col0, has, false);
+      check([&] { addend_epilogue_kernel<Cached, VEC, true, kNone, false><<<1, 1>>>(wp, col0, c, in, out); },
+            "CachedEpilogue", col0, has, false);
+      check([&] { addend_epilogue_kernel<Scale<W>, VEC, true, kNone, true><<<1, 1>>>(wp, col0, c, in, out); },
+            "apply_prefetched", col0, has, false);
+      check([&] { addend_epilogue_kernel<Scale<W, true>, VEC, false, kNone, false><<<1, 1>>>(wp, col0, c, in, out); },
+            "(1 + w) apply", col0, has, true);
+      check([&] { addend_epilogue_kernel<Scale<W, true>, VEC, true, kL1, false><<<1, 1>>>(wp, col0, c, in, out); },
+            "(1 + w) apply_whole, kept in L1", col0, has, true);
+      check([&] { addend_epilogue_kernel<Scale<W, true>, VEC, true, kNone, true><<<1, 1>>>(wp, col0, c, in, out); },
+            "(1 + w) apply_prefetched", col0, has, true);
+    }
+  }
+  EXPECT_GT(told_apart, 0) << "no element where the forms would differ: the data do not test the fma";
+}
+
+TEST(Epilogues, AddendFormsRoundOnce) {
+  NK_REQUIRE_GPU();
+  check_addend_forms<float, 4>();
+  check_addend_forms<float, 8>();
+  check_addend_forms<normkit::bfloat16, 8>();
+  check_addend_forms<normkit::half, 8>();
 }
 
 // ------------------------------------------------------------- int8 packing

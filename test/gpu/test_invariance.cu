@@ -426,6 +426,56 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
   }
 }
 
+// Per-row fp8 and int8 rows in row_cluster_registers are rolled (change 78):
+// a cluster's first row is loaded before its loop, every later one by the
+// previous row's output walk. Row `probe` of the whole batch is a cluster's
+// second or third row (132, 66 and 33 clusters on the H200 at these
+// lengths); alone, or first in a short batch, it is a cluster's only or first
+// row: the bits of y and of the row scale must not differ. Also the row
+// scales as a whole, which must match the row scale of the row alone.
+TEST(BatchInvariance, RolledQuantizedRowsKeepTheirBits) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  const std::pair<int64_t, int64_t> lengths[] = {{65536, 300}, {131072, 150}, {262144, 80}};  // N, rows
+  for (auto [n, batch] : lengths) {
+    if (left_to_plain_run(n)) continue;
+    const int64_t probe = batch - 3;
+    DeviceBuffer x(batch * n * 2), y(batch * n), w(n * 2), scales(batch * 4);
+    fill_random(x, seed + n);
+    fill_random(w, seed + n + 1);
+    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+      normkit::LaunchPlan ran;
+      auto quant = [&](int64_t first, int64_t rows) {
+        nktest::QuantCall c;
+        c.q_type = q;
+        c.x = x.data() + first * n * 2;
+        c.y = y.data() + first * n;
+        c.weight = w.data();
+        c.row_scales = reinterpret_cast<float*>(scales.data()) + first;
+        c.rows = rows;
+        c.cols = n;
+        c.launched = &ran;
+        EXPECT_EQ(cudaMemset(scales.data(), 0xFF, scales.size()), cudaSuccess);  // poisoned: each launch writes it
+        return nktest::launch_quant(c);
+      };
+      auto scale_of = [&](int64_t row) {
+        float s = 0;
+        EXPECT_EQ(cudaMemcpy(&s, scales.data() + row * 4, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+        return s;
+      };
+      const auto alone = output_row(quant, y, n, probe, 1, probe);
+      const float alone_scale = scale_of(probe);
+      ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << n;
+      for (auto [first, rows] : {std::pair<int64_t, int64_t>{0, batch}, {probe - 1, 3}, {1, batch - 1}}) {
+        EXPECT_EQ(output_row(quant, y, n, first, rows, probe), alone)
+            << nktest::qtype_name(q) << " N=" << n << ": row " << probe << " in a batch of " << rows
+            << " starting at " << first;
+        EXPECT_EQ(scale_of(probe), alone_scale) << nktest::qtype_name(q) << " N=" << n << " scale, batch of " << rows;
+      }
+    }
+  }
+}
+
 TEST(BatchInvariance, RepeatedRunsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   for (int64_t n : kLengths) {

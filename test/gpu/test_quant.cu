@@ -272,6 +272,46 @@ TEST(Quant, WideAndClusterRegisterRows) {
   check_quant(many);
 }
 
+// Rolled rows (kernel/row_cluster_registers.cuh, kRollsRows: each row's
+// output walk loads the next row's part into the registers it frees, at a
+// CTA size compiled in): per-row fp8 and int8 over clusters of 2 CTAs of 512
+// threads (N = 65536: 132 clusters on the H200), 2 of 1024 (131072: 66) and
+// 4 of 1024 (262144: 33), fp32 x in 2 of 1024 (65536), with 2-3 rows a
+// cluster and a last round that leaves clusters idle; x strided (still
+// slot-aligned), no weight, and the plan that ran checked to be the rolled
+// one.
+TEST(Quant, RolledRowsManyPerCluster) {
+  NK_REQUIRE_GPU();
+  struct Case {
+    DType x;
+    int64_t cols, rows, x_pad;
+    bool weight;
+    int threads;
+  };
+  const Case cases[] = {{DType::kBF16, 65536, 300, 0, true, 512},   {DType::kBF16, 65536, 290, 64, true, 512},
+                        {DType::kBF16, 131072, 150, 0, true, 1024}, {DType::kBF16, 131072, 140, 0, false, 1024},
+                        {DType::kBF16, 262144, 80, 128, true, 1024}, {DType::kF32, 65536, 150, 0, true, 1024}};
+  for (QType q : {QType::kE4M3, QType::kInt8}) {
+    for (const Case& k : cases) {
+      // Under compute-sanitizer the 65536 rows (both CTA sizes, strided,
+      // fp32) stand for the longer ones, which the plain run checks.
+      if (nktest::quick_mode() && k.cols > 65536) continue;
+      QuantCase c;
+      c.x = k.x;
+      c.q = q;
+      c.cols = k.cols;
+      c.rows = k.rows;
+      c.x_pad = k.x_pad;
+      c.weight = k.weight;
+      normkit::LaunchPlan ran;
+      c.launched = &ran;
+      check_quant(c);
+      EXPECT_EQ(ran.shape, Shape::kRowInClusterRegisters) << "N=" << k.cols;
+      EXPECT_EQ(ran.threads, k.threads) << "N=" << k.cols;
+    }
+  }
+}
+
 // The paired register forms (half the threads or lanes, two lanes' slots
 // each: kernel/row_per_block.cuh, kernel/rows_per_warp.cuh) against the
 // float64 reference and bitwise against the unpaired forms, for every

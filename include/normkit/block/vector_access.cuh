@@ -149,14 +149,27 @@ NORMKIT_DEVICE uint32_t int8x4_word(float a, float b, float c, float d) {
 /// separate multiplication; the product is rounded once, exactly. Outside that
 /// range the bytes wrap instead of saturating, and a NaN gives -1 (the low
 /// byte of the GPU's arithmetic NaN, 0x7fffffff) instead of int8x4_word's 0.
+/// 1.5 * 2^23: a sum with it in [2^23, 2^24) has a unit in the last place of
+/// 1, so the rounded integer lands in the sum's low mantissa bits.
+inline constexpr float kInt8RoundingBias = 12582912.0f;
+
+/// Four sums v + kInt8RoundingBias, each rounded once by the fma that made it
+/// (int8x4_word_scaled_in_range, or an epilogue's fma with that addend:
+/// output::QuantDynamicRow's pack_rounded), packed as int8 into one 32-bit
+/// word (a in the lowest byte) by three byte permutes of their low bytes.
+NORMKIT_DEVICE uint32_t int8x4_word_from_biased(float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(__byte_perm(__float_as_uint(a), __float_as_uint(b), 0x0040),
+                     __byte_perm(__float_as_uint(c), __float_as_uint(d), 0x0040), 0x5410);
+#else
+  return int8x4_word(a - kInt8RoundingBias, b - kInt8RoundingBias, c - kInt8RoundingBias, d - kInt8RoundingBias);
+#endif
+}
+
 NORMKIT_DEVICE uint32_t int8x4_word_scaled_in_range(float factor, float a, float b, float c, float d) {
 #if defined(__CUDA_ARCH__)
-  constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23: one unit in the last place is 1
-  const uint32_t qa = __float_as_uint(fmaf(a, factor, kRoundingBias));
-  const uint32_t qb = __float_as_uint(fmaf(b, factor, kRoundingBias));
-  const uint32_t qc = __float_as_uint(fmaf(c, factor, kRoundingBias));
-  const uint32_t qd = __float_as_uint(fmaf(d, factor, kRoundingBias));
-  return __byte_perm(__byte_perm(qa, qb, 0x0040), __byte_perm(qc, qd, 0x0040), 0x5410);
+  return int8x4_word_from_biased(fmaf(a, factor, kInt8RoundingBias), fmaf(b, factor, kInt8RoundingBias),
+                                 fmaf(c, factor, kInt8RoundingBias), fmaf(d, factor, kInt8RoundingBias));
 #else
   return int8x4_word(a * factor, b * factor, c * factor, d * factor);
 #endif

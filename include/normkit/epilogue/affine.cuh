@@ -34,6 +34,12 @@
 // derived from an epilogue with these hooks inherits them, but its inherited
 // PrefetchOwner names the base, so it runs without them (its apply_whole may
 // differ) unless it redeclares PrefetchOwner (and the hooks, if needed).
+// Optionally, each of apply, apply_whole and apply_prefetched with a trailing
+// `float addend`: apply(v) + addend rounded once (Scale: fmaf(v, w, addend)).
+// Outputs that round by adding a constant (int8 with per-row scales) then
+// round in the epilogue's own fma instead of after it: one instruction an
+// element fewer and one rounding of the exact product (detail::TakesAddend;
+// docs/performance.md, change 79). An epilogue without them runs as before.
 // Optionally, `static constexpr bool kHomogeneous = true` declares that
 // apply(c * v) == c * apply(v) for c > 0 up to rounding (Scale; not Affine,
 // whose bias is not scaled): per-row quantization then finds max|y| within the
@@ -159,6 +165,17 @@ struct Scale {
     scale(w, v);
   }
 
+  /// Each hook with a trailing addend c: v * w + c rounded once (one fma),
+  /// for outputs that round by adding a constant (int8 with per-row scales;
+  /// epilogue/hooks.cuh, TakesAddend).
+  template <int VEC>
+  static NORMKIT_DEVICE void apply(const Params& p, int64_t /*row*/, int64_t col0, int valid, float (&v)[VEC],
+                                   float addend) {
+    float w[VEC];
+    load_param_slot<W, VEC>(p.weight, col0, valid, WEIGHT_OFFSET ? 0.f : 1.f, w);
+    scale_add(w, v, addend);
+  }
+
   template <int VEC>
   static bool whole_slots(const Params& p) {
     return param_aligned<W, VEC>(p.weight);
@@ -172,16 +189,19 @@ struct Scale {
   template <int VEC, ParamCaching CACHING = ParamCaching::kDefault>
   static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC]) {
     float w[VEC];
-    if constexpr (CACHING == ParamCaching::kKeepInL1) {
-      const W* src = p.weight != nullptr ? p.weight + col0 : detail::fill_param_slot<W, WEIGHT_OFFSET>();
-      detail::RawSlot<W, VEC> raw;
-      detail::load_slot_raw<16, W, VEC, READ_ONLY_LOADS, true>(src, raw);
-      detail::slot_to_float(raw, w);
-    } else {
-      if (p.weight == nullptr) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
-      load_whole_param_slot<W, VEC, READ_ONLY_LOADS, CACHING>(p.weight, col0, 0.f, w);
-    }
+    if (!whole_weight<VEC, CACHING>(p, col0, w)) return;  // a scale of 1 (WEIGHT_OFFSET: 1 + 0)
     scale(w, v);
+  }
+  template <int VEC, ParamCaching CACHING = ParamCaching::kDefault>
+  static NORMKIT_DEVICE void apply_whole(const Params& p, int64_t /*row*/, int64_t col0, float (&v)[VEC],
+                                         float addend) {
+    float w[VEC];
+    if (!whole_weight<VEC, CACHING>(p, col0, w)) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] += addend;  // v * 1 + c
+      return;
+    }
+    scale_add(w, v, addend);
   }
 
   /// The WHOLE form's weight slot loaded ahead (kernels whose rows wait on
@@ -205,12 +225,46 @@ struct Scale {
     detail::slot_to_float(pre.w, w);
     scale(w, v);
   }
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_prefetched(const Params& p, const Prefetched<VEC>& pre, float (&v)[VEC],
+                                              float addend) {
+    float w[VEC];
+    if (p.weight == nullptr) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) w[i] = WEIGHT_OFFSET ? 0.f : 1.f;
+    } else {
+      detail::slot_to_float(pre.w, w);
+    }
+    scale_add(w, v, addend);
+  }
 
  private:
+  /// The WHOLE form's weight slot in w; false for a null weight (a scale of
+  /// 1) where the caching does not read it from fill_param_slot.
+  template <int VEC, ParamCaching CACHING>
+  static NORMKIT_DEVICE bool whole_weight(const Params& p, int64_t col0, float (&w)[VEC]) {
+    if constexpr (CACHING == ParamCaching::kKeepInL1) {
+      const W* src = p.weight != nullptr ? p.weight + col0 : detail::fill_param_slot<W, WEIGHT_OFFSET>();
+      detail::RawSlot<W, VEC> raw;
+      detail::load_slot_raw<16, W, VEC, READ_ONLY_LOADS, true>(src, raw);
+      detail::slot_to_float(raw, w);
+      return true;
+    } else {
+      if (p.weight == nullptr) return false;
+      load_whole_param_slot<W, VEC, READ_ONLY_LOADS, CACHING>(p.weight, col0, 0.f, w);
+      return true;
+    }
+  }
+
   template <int VEC>
   static NORMKIT_DEVICE void scale(const float (&w)[VEC], float (&v)[VEC]) {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) v[i] *= WEIGHT_OFFSET ? 1.0f + w[i] : w[i];
+  }
+  template <int VEC>
+  static NORMKIT_DEVICE void scale_add(const float (&w)[VEC], float (&v)[VEC], float addend) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = fmaf(v[i], WEIGHT_OFFSET ? 1.0f + w[i] : w[i], addend);
   }
 };
 

@@ -71,6 +71,52 @@ NORMKIT_DEVICE void apply_epilogue(const typename E::Params& p, int64_t row, int
 /// No parameters loaded ahead (transform_slot, store_slots).
 struct NoPrefetch {};
 
+// The optional addend forms of the hooks: each hook with a trailing float c
+// gives apply(v) + c rounded once (epilogue/affine.cuh's Scale: one fma).
+template <class E, int VEC, class = void>
+struct HasAddendApply : std::false_type {};
+template <class E, int VEC>
+struct HasAddendApply<E, VEC,
+                      std::void_t<decltype(E::template apply<VEC>(std::declval<const typename E::Params&>(), int64_t{},
+                                                                  int64_t{}, 0, std::declval<float (&)[VEC]>(),
+                                                                  0.f))>> : std::true_type {};
+template <class E, int VEC, ParamCaching C, class = void>
+struct HasAddendCachedWhole : std::false_type {};
+template <class E, int VEC, ParamCaching C>
+struct HasAddendCachedWhole<E, VEC, C,
+                            std::void_t<decltype(E::template apply_whole<VEC, C>(
+                                std::declval<const typename E::Params&>(), int64_t{}, int64_t{},
+                                std::declval<float (&)[VEC]>(), 0.f))>> : std::true_type {};
+template <class E, int VEC, class = void>
+struct HasAddendWhole : std::false_type {};
+template <class E, int VEC>
+struct HasAddendWhole<E, VEC,
+                      std::void_t<decltype(E::template apply_whole<VEC>(std::declval<const typename E::Params&>(),
+                                                                        int64_t{}, int64_t{},
+                                                                        std::declval<float (&)[VEC]>(), 0.f))>>
+    : std::true_type {};
+
+/// Whether every form of E's epilogue the kernels may call on VEC-element
+/// slots has its addend form: apply, apply_whole where E has the WHOLE
+/// hooks (HasWholeSlots), apply_prefetched where it has prefetching
+/// (HasPrefetch, below). Outputs that round by an addend
+/// (Output::kRoundsByAddend) take it then (kernel/row_output.cuh).
+template <class E, int VEC>
+struct TakesAddend;
+
+/// apply_epilogue with an addend (TakesAddend): the epilogue's addend form.
+template <class E, int VEC, bool WHOLE, ParamCaching CACHING = ParamCaching::kDefault>
+NORMKIT_DEVICE void apply_epilogue_plus(const typename E::Params& p, int64_t row, int64_t col0, int valid,
+                                        float (&v)[VEC], float addend) {
+  if constexpr (WHOLE && HasWholeSlots<E, VEC>::value && HasAddendCachedWhole<E, VEC, CACHING>::value) {
+    E::template apply_whole<VEC, CACHING>(p, row, col0, v, addend);
+  } else if constexpr (WHOLE && HasWholeSlots<E, VEC>::value) {
+    E::template apply_whole<VEC>(p, row, col0, v, addend);
+  } else {
+    E::template apply<VEC>(p, row, col0, WHOLE ? VEC : valid, v, addend);
+  }
+}
+
 /// Whether E offers its WHOLE form's parameters loaded ahead: a type
 /// E::Prefetched<VEC>, E::prefetch_whole<VEC>(params, col0) returning one
 /// slot's, and E::apply_prefetched<VEC>(params, pre, v), which must give
@@ -92,6 +138,21 @@ struct HasPrefetch<E, VEC,
                                    std::declval<float (&)[VEC]>()))>>
     : std::is_same<typename E::PrefetchOwner, E> {};
 
+template <class E, int VEC, class = void>
+struct HasAddendPrefetched : std::false_type {};
+template <class E, int VEC>
+struct HasAddendPrefetched<E, VEC,
+                           std::void_t<decltype(E::template apply_prefetched<VEC>(
+                               std::declval<const typename E::Params&>(),
+                               std::declval<const typename E::template Prefetched<VEC>&>(),
+                               std::declval<float (&)[VEC]>(), 0.f))>> : std::true_type {};
+
+template <class E, int VEC>
+struct TakesAddend
+    : std::bool_constant<HasAddendApply<E, VEC>::value &&
+                         (!HasWholeSlots<E, VEC>::value || HasAddendWhole<E, VEC>::value) &&
+                         (!HasPrefetch<E, VEC>::value || HasAddendPrefetched<E, VEC>::value)> {};
+
 /// E's Prefetched<VEC> where USE, NoPrefetch otherwise.
 template <class E, int VEC, bool USE>
 struct PrefetchOf {
@@ -111,6 +172,12 @@ struct CachedEpilogue : E {
   template <int VEC>
   static NORMKIT_DEVICE void apply_whole(const typename E::Params& p, int64_t row, int64_t col0, float (&v)[VEC]) {
     apply_epilogue<E, VEC, true, C>(p, row, col0, VEC, v);
+  }
+  /// The addend form, where E has one (TakesAddend).
+  template <int VEC, class Base = E, std::enable_if_t<TakesAddend<Base, VEC>::value, int> = 0>
+  static NORMKIT_DEVICE void apply_whole(const typename E::Params& p, int64_t row, int64_t col0, float (&v)[VEC],
+                                         float addend) {
+    apply_epilogue_plus<E, VEC, true, C>(p, row, col0, VEC, v, addend);
   }
 };
 

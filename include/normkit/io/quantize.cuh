@@ -68,6 +68,27 @@ struct QuantDynamicRow {
     return 1.0f / scale;
   }
 
+  /// int8: where the kernel folds the row factor into rstd (so pack's
+  /// factor would be 1) and the epilogue takes an addend, the epilogue's own
+  /// fma adds kRoundingAddend (y * w + 1.5 * 2^23, rounded once) and
+  /// pack_rounded takes the bytes: one rounding of the exact product and one
+  /// instruction an element fewer than pack's fma after the epilogue's
+  /// multiplication (kernel/row_output.cuh, store_slots; docs/performance.md,
+  /// change 79). The same values in every kernel shape and access width.
+  static constexpr bool kRoundsByAddend = std::is_same_v<Q, int8_t>;
+  static constexpr float kRoundingAddend = detail::kInt8RoundingBias;
+
+  template <int VEC, class P>
+  static NORMKIT_DEVICE detail::RawSlot<Q, VEC> pack_rounded(const P&, const float (&v)[VEC]) {
+    static_assert(kRoundsByAddend && VEC % 4 == 0, "normkit: pack_rounded is int8's, 4 values a word");
+    detail::RawSlot<Q, VEC> r;
+    uint32_t* words = reinterpret_cast<uint32_t*>(r.v);
+#pragma unroll
+    for (int i = 0; i < VEC / 4; ++i)
+      words[i] = detail::int8x4_word_from_biased(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+    return r;
+  }
+
   template <int VEC, class P>
   static NORMKIT_DEVICE detail::RawSlot<Q, VEC> pack(const P& p, float factor, const float (&v)[VEC]) {
     if constexpr (std::is_same_v<Q, int8_t> && VEC % 4 == 0) {

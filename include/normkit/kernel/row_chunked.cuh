@@ -150,6 +150,7 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
     if (leader) detail::store_row_stats(p, row, st);
 
     const float factor = detail::output_factor<Problem, View, Reducer>(p, row, amax, leader, st);
+    constexpr bool kFolds = detail::kFoldsRowFactor<Problem, View, Reducer>;
     int s0 = 0;
     // Whole batches, when every access is slot-aligned: no bounds per slot, no
     // branch on widths or parameter alignment (the WHOLE output). The rest
@@ -162,20 +163,20 @@ __global__ void __launch_bounds__(ChunkedTuning<STAGED>::kThreads, ChunkedTuning
 #pragma unroll 1
         for (; s0 < full; ++s0) {
           const detail::RawSlot<S, VEC> v[1] = {detail::read_whole_staged_slot<S, VEC>(staged, s0, lane, team)};
-          detail::store_slots<Problem, 1, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+          detail::store_slots<Problem, 1, true, kFolds>(p, row, col_base, n, s0, lane, team, st, factor, v);
         }
       } else {
         for (; s0 + UNROLL <= full; s0 += UNROLL) {
           detail::RawSlot<S, VEC> v[UNROLL];
           detail::load_input<typename Problem::Input, UNROLL, VEC, true>(p, row, col_base, n, s0, lane, team, false, v);
-          detail::store_slots<Problem, UNROLL, true>(p, row, col_base, n, s0, lane, team, st, factor, v);
+          detail::store_slots<Problem, UNROLL, true, kFolds>(p, row, col_base, n, s0, lane, team, st, factor, v);
         }
       }
     }
     for (; s0 < slots; s0 += UNROLL) {
       detail::RawSlot<S, VEC> v[UNROLL];
       fetch(s0, v);
-      detail::store_slots<Problem, UNROLL>(p, row, col_base, n, s0, lane, team, st, factor, v);
+      detail::store_slots<Problem, UNROLL, false, kFolds>(p, row, col_base, n, s0, lane, team, st, factor, v);
     }
   }
   reducer.finish();

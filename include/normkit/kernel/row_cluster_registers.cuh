@@ -41,7 +41,22 @@ inline constexpr int kClusterRegistersMaxThreads = 1024;
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
 /// that split so; the checked form relies on it, as it checks no bounds).
 /// WHOLE: every access is slot-aligned as well.
-template <class Problem, int VECS, bool WHOLE>
+/// Whether row_cluster_registers' output walk loads the next row's part into
+/// the registers it frees (normalize_held_part's ROLL): for rows that need
+/// their maximum (per-row quantization), whose weight stays in L1 (fp8 bf16
+/// N = 262144 75.7% -> 84.7% of the copy, int8 131072 79.4% -> 87.1%;
+/// docs/performance.md, change 78). Plain rows, whose weight comes from L2,
+/// measured slower with it (RMSNorm bf16 131072 -5, LayerNorm fp32 65536
+/// -13.5): the output walk's weight loads then queue behind the next row's.
+template <class Problem>
+inline constexpr bool kRollsRows = Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax;
+
+/// TEAM: the CTA's threads, for rolled rows (kRollsRows) in CTAs of 512 or
+/// 1024 threads (the launcher's choice), so that every slot's address is one
+/// base plus an immediate offset: at blockDim.x the addresses of the next
+/// row's slots cost 14% more instructions a row (per-row fp8, SASS), with it
+/// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop.
+template <class Problem, int VECS, bool WHOLE, int TEAM = 0>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
   using Reducer = ClusterAllReduce<BlockAllReduce<kClusterRegistersMaxThreads>>;
@@ -67,6 +82,23 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
                                              reducer.rank() == 0, reducer,
                                              reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
                                                  relay_bytes));
+  } else if constexpr (kRollsRows<Problem> && WHOLE && TEAM > 0) {
+    // Each row's output walk loads the next row's part into the registers it
+    // frees (normalize_held_part's ROLL).
+    const int lane = threadIdx.x;
+    const int64_t stride = gridDim.x / csize;
+    int64_t row = blockIdx.x / csize;
+    detail::RawSlot<typename Problem::Storage, Problem::kVec> v[VECS];
+    // (The launcher starts no more clusters than rows; a guard all the same.)
+    if (row < p.rows) {
+      detail::load_input<typename Problem::Input, VECS, Problem::kVec, WHOLE>(p, row, col_base, cols, 0, lane, TEAM,
+                                                                             true, v);
+    }
+    for (; row < p.rows; row += stride) {
+      const int64_t next = row + stride < p.rows ? row + stride : -1;
+      detail::normalize_held_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax, false, true>(
+          p, row, true, col_base, cols, reducer.rank() == 0, lane, TEAM, reducer, v, next);
+    }
   } else {
     for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
       detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(

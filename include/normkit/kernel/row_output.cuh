@@ -23,18 +23,32 @@ NORMKIT_DEVICE void store_row_stats(const Params& p, int64_t row, const RowStats
   if (p.rstd != nullptr) p.rstd[row] = st.rstd;
 }
 
-/// The epilogue on one normalized slot: with its parameters loaded ahead
+/// No addend after the epilogue (epilogue_on_slot's default).
+struct NoAddend {};
+
+/// The epilogue on one slot: with its parameters loaded ahead
 /// (pre, from prefetch_whole: apply_prefetched, WHOLE only), or loading
-/// them itself (NoPrefetch: apply_epilogue).
-template <class Problem, bool WHOLE, class Pre>
+/// them itself (NoPrefetch: apply_epilogue). With a float addend, the
+/// epilogue's addend form (TakesAddend): apply(v) + addend, rounded once.
+template <class Problem, bool WHOLE, class Pre, class Addend = NoAddend>
 NORMKIT_DEVICE void epilogue_on_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
-                                     const Pre& pre, float (&v)[Problem::kVec]) {
+                                     const Pre& pre, float (&v)[Problem::kVec], Addend addend = Addend{}) {
   constexpr int VEC = Problem::kVec;
+  using E = typename Problem::Epilogue;
+  constexpr bool kAdds = !std::is_same_v<Addend, NoAddend>;
   if constexpr (std::is_same_v<Pre, NoPrefetch>) {
-    apply_epilogue<typename Problem::Epilogue, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+    if constexpr (kAdds) {
+      apply_epilogue_plus<E, VEC, WHOLE>(p.epilogue, row, col, valid, v, addend);
+    } else {
+      apply_epilogue<E, VEC, WHOLE>(p.epilogue, row, col, valid, v);
+    }
   } else {
     static_assert(WHOLE, "normkit: prefetched parameters are for the WHOLE form");
-    Problem::Epilogue::template apply_prefetched<VEC>(p.epilogue, pre, v);
+    if constexpr (kAdds) {
+      E::template apply_prefetched<VEC>(p.epilogue, pre, v, addend);
+    } else {
+      E::template apply_prefetched<VEC>(p.epilogue, pre, v);
+    }
   }
 }
 
@@ -53,16 +67,30 @@ NORMKIT_DEVICE decltype(auto) prefetched_slot(const Pre* pre, int k) {
 /// (WHOLE: the slot is whole and the launcher found the WHOLE form allowed).
 /// pre: the slot's parameters loaded ahead (apply_prefetched), or none
 /// (NoPrefetch: the epilogue loads them).
-template <class Problem, bool WHOLE = false, class Pre = NoPrefetch>
+/// addend: as epilogue_on_slot's.
+template <class Problem, bool WHOLE = false, class Pre = NoPrefetch, class Addend = NoAddend>
 NORMKIT_DEVICE void transform_slot(const typename Problem::Params& p, int64_t row, int64_t col, int valid,
                                    const RowStats& st, const RawSlot<typename Problem::Storage, Problem::kVec>& raw,
-                                   float (&v)[Problem::kVec], const Pre& pre = Pre{}) {
+                                   float (&v)[Problem::kVec], const Pre& pre = Pre{}, Addend addend = Addend{}) {
   constexpr int VEC = Problem::kVec;
   slot_to_float(raw, v);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) v[i] = st.normalize(v[i]);
-  epilogue_on_slot<Problem, WHOLE>(p, row, col, valid, pre, v);
+  epilogue_on_slot<Problem, WHOLE>(p, row, col, valid, pre, v, addend);
 }
+
+template <class O, class = void>
+struct RoundsByAddend : std::false_type {};
+template <class O>
+struct RoundsByAddend<O, std::void_t<decltype(O::kRoundsByAddend)>> : std::bool_constant<O::kRoundsByAddend> {};
+
+/// Whether store_slots rounds in the epilogue: the output rounds by an
+/// addend (Output::kRoundsByAddend: pack_rounded) and the epilogue takes one
+/// (TakesAddend), where the row factor is folded into rstd (FOLDED: pack's
+/// factor is then 1, so pack(1, v) == pack_rounded(v + kRoundingAddend)).
+template <class Problem, bool FOLDED>
+inline constexpr bool kRoundsInEpilogue = FOLDED && RoundsByAddend<typename Problem::Output>::value &&
+                                          TakesAddend<typename Problem::Epilogue, Problem::kVec>::value;
 
 /// max |y| over the valid elements of one transformed slot, folded into amax.
 template <int VEC>
@@ -72,6 +100,11 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
   return amax;
 }
 
+/// Nothing to do once a slot is stored (store_slots' default).
+struct NoRefill {
+  NORMKIT_DEVICE void operator()(int) const {}
+};
+
 /// Transforms, packs and stores K slots of a row (or chunk starting at col_base).
 /// Each slot is stored as soon as it is packed, so no array of packed outputs
 /// stays live (registers go to rows in flight instead). WHOLE: the K slots
@@ -80,22 +113,38 @@ NORMKIT_DEVICE float fold_absmax(float amax, const float (&v)[VEC], int valid) {
 /// pre: K slots' parameters loaded ahead (prefetch_whole), read only when Pre
 /// is not NoPrefetch (otherwise the epilogue loads them and pre may be null:
 /// prefetched_slot).
-template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
+/// refill(k) runs once slot k is stored (and raw[k] read for the last time):
+/// a kernel that holds its rows in registers may load the next row's slot k
+/// into raw[k] there (normalize_held_part's ROLL).
+/// FOLDED: the caller folded the row factor into st (output_factor with
+/// kFoldsRowFactor), so `factor` is 1; outputs that round by an addend then
+/// round in the epilogue's fma (kRoundsInEpilogue).
+template <class Problem, int K, bool WHOLE = false, bool FOLDED = false, class Pre = NoPrefetch,
+          class Refill = NoRefill>
 NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                 int first_slot, int lane, int team, const RowStats& st, float factor,
                                 const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K],
-                                const Pre* pre = nullptr) {
+                                const Pre* pre = nullptr, const Refill& refill = Refill{}) {
   constexpr int VEC = Problem::kVec;
   using Y = typename Problem::Y;
+  using Output = typename Problem::Output;
   Y* dst = p.y + row * p.y_stride + col_base;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t c = RowLoader<Y, VEC>::column(first_slot + k, lane, team);
+    const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
     float v[VEC];
-    transform_slot<Problem, WHOLE>(p, row, col_base + c, WHOLE ? VEC : slot_valid(n, c, VEC), st, raw[k], v,
-                                   prefetched_slot(pre, k));
-    const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, v)};
+    RawSlot<Y, VEC> out[1];
+    if constexpr (kRoundsInEpilogue<Problem, FOLDED>) {
+      transform_slot<Problem, WHOLE>(p, row, col_base + c, valid, st, raw[k], v, prefetched_slot(pre, k),
+                                     Output::kRoundingAddend);
+      out[0] = Output::template pack_rounded<VEC>(p, v);
+    } else {
+      transform_slot<Problem, WHOLE>(p, row, col_base + c, valid, st, raw[k], v, prefetched_slot(pre, k));
+      out[0] = Output::template pack<VEC>(p, factor, v);
+    }
     RowLoader<Y, VEC>::template store_raw<1, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access, out);
+    refill(k);
   }
 }
 

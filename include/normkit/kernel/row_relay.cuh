@@ -106,7 +106,8 @@ NORMKIT_DEVICE void relay_rows(const typename Problem::Params& p, int64_t first,
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
       const Slot one[1] = {mine[k * team]};
-      store_slots<Problem, 1, WHOLE>(p, row, col_base, cols, k, lane, team, st, factor, one);
+      store_slots<Problem, 1, WHOLE, kFoldsRowFactor<Problem, Slots, Relay>>(p, row, col_base, cols, k, lane, team, st,
+                                                                           factor, one);
     }
   }
 }

@@ -38,26 +38,29 @@ namespace detail {
 /// the paired forms need it (change 41), and row_per_block at 8 slots gains
 /// from it (change 62); the bits are the same either way (a maximum has no
 /// order). Elsewhere the separate walk measured as fast or faster.
+///
+/// normalize_held_part is the same once the part is in v (the caller loaded
+/// it): ROLL (row_cluster_registers' rolled rows, kRollsRows) then loads this thread's
+/// slots of row `next` (if next >= 0) into v as the output walk frees them,
+/// slot k just after slot k is stored, so that the next row's loads are in
+/// flight while this row is written instead of starting after it
+/// (docs/performance.md, change 78). The same arithmetic on the same values:
+/// the same bits. Only for inputs that are a plain copy of x (a fused add's
+/// load stores h, which would wait for its loads in the output walk).
 template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1, bool TAP_ROW_MAX = (PARTS > 1),
-          bool PREFETCH = false>
-NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, int64_t row, bool active,
-                                            int64_t col_base, int64_t cols, bool first_part, int lane, int team,
-                                            Reducer& reducer) {
+          bool PREFETCH = false, bool ROLL = false>
+NORMKIT_DEVICE void normalize_held_part(const typename Problem::Params& p, int64_t row, bool active,
+                                        int64_t col_base, int64_t cols, bool first_part, int lane, int team,
+                                        Reducer& reducer, RawSlot<typename Problem::Storage, Problem::kVec> (&v)[VECS],
+                                        int64_t next = -1) {
+  static_assert(!ROLL || Problem::Input::kIsPlainCopy,
+                "normkit: rolling loads (ROLL) are for inputs that are a plain copy of x");
   constexpr int VEC = Problem::kVec;
   using S = typename Problem::Storage;
   using Slots = normkit::RegisterView<S, VECS, VEC, WHOLE>;
   using View = std::conditional_t<PARTS == 1, Slots, InterleavedParts<Slots, PARTS>>;
   const int64_t r = active ? row : 0;
   const int64_t n = active ? cols : 0;
-  RawSlot<S, VEC> v[VECS];
-  if (WHOLE && !active) {
-    // Whole loads ignore n, and an input may store as it loads (AddResidual
-    // writes h): an inactive row loads nothing and reduces zeros.
-#pragma unroll
-    for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
-  } else {
-    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
-  }
   // The 8-slot kernels (row_per_block, row_cluster_registers) with the row
   // maximum on the statistics' walk (kWideTap): the row's loads are all
   // issued before the walk's weight loads (a warp barrier, which compiles to
@@ -112,11 +115,47 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   const bool leader = active && first_part && lane == 0;
   if (leader) store_row_stats(p, r, st);
   const float factor = output_factor<Problem, View, Reducer>(p, r, amax, leader, st);
+  constexpr bool kFolds = kFoldsRowFactor<Problem, View, Reducer>;
   if constexpr (kWideTap) {
 #pragma unroll
     for (int k = 0; k < VECS; ++k) hide_slot_words(v[k]);
   }
-  if (active) store_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, factor, v, pre);
+  if constexpr (ROLL) {
+    // A predicated load per slot (next is the same for the whole cluster).
+    auto refill = [&](int k) {
+      if (next >= 0) {
+        RawSlot<S, VEC> one[1];
+        load_input<typename Problem::Input, 1, VEC, WHOLE>(p, next, col_base, n, k, lane, team, true, one);
+        v[k] = one[0];
+      }
+    };
+    if (active) store_slots<Problem, VECS, WHOLE, kFolds>(p, r, col_base, n, 0, lane, team, st, factor, v, pre, refill);
+  } else {
+    if (active) store_slots<Problem, VECS, WHOLE, kFolds>(p, r, col_base, n, 0, lane, team, st, factor, v, pre);
+  }
+}
+
+/// normalize_held_part with this thread's share of the part loaded first.
+template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1, bool TAP_ROW_MAX = (PARTS > 1),
+          bool PREFETCH = false>
+NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, int64_t row, bool active,
+                                            int64_t col_base, int64_t cols, bool first_part, int lane, int team,
+                                            Reducer& reducer) {
+  constexpr int VEC = Problem::kVec;
+  using S = typename Problem::Storage;
+  const int64_t r = active ? row : 0;
+  const int64_t n = active ? cols : 0;
+  RawSlot<S, VEC> v[VECS];
+  if (WHOLE && !active) {
+    // Whole loads ignore n, and an input may store as it loads (AddResidual
+    // writes h): an inactive row loads nothing and reduces zeros.
+#pragma unroll
+    for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
+  } else {
+    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
+  }
+  normalize_held_part<Problem, VECS, WHOLE, Reducer, PARTS, TAP_ROW_MAX, PREFETCH>(p, row, active, col_base, cols,
+                                                                                   first_part, lane, team, reducer, v);
 }
 
 /// What the checked (not WHOLE) forms of the register kernels whose slots

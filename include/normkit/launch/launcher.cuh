@@ -269,10 +269,25 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
       constexpr int V = PlanTuning::kWideVecs;
-      const auto kernel = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
-                                         : &kernel::row_cluster_registers<Problem, V, false>;
+      if (!p.whole_access) {
+        return launch_resident(&kernel::row_cluster_registers<Problem, V, false>, p, plan, plan.smem_bytes, device,
+                               caps, stream);
+      }
+      if constexpr (kernel::kRollsRows<Problem>) {
+        // Rolled rows at the CTA sizes the plan gives rows of powers of two
+        // take them at compile time (kernel::row_cluster_registers' TEAM).
+        if (plan.threads == 1024) {
+          return launch_resident(&kernel::row_cluster_registers<Problem, V, true, 1024>, p, plan, plan.smem_bytes,
+                                 device, caps, stream);
+        }
+        if (plan.threads == 512) {
+          return launch_resident(&kernel::row_cluster_registers<Problem, V, true, 512>, p, plan, plan.smem_bytes,
+                                 device, caps, stream);
+        }
+      }
       // The plan sized the relay's shared memory (relay_smem_bytes) for rows kRelaysRows admits.
-      return launch_resident(kernel, p, plan, plan.smem_bytes, device, caps, stream);
+      return launch_resident(&kernel::row_cluster_registers<Problem, V, true>, p, plan, plan.smem_bytes, device, caps,
+                             stream);
     }
   }
 
