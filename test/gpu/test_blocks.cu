@@ -997,9 +997,34 @@ void check_addend_forms() {
     w[i] = normkit::detail::from_float<W>(static_cast<float>(0.5 + rng.uniform()));
     wf[i] = normkit::detail::to_float(w[i]);
   }
-  // |x * w| up to about 127 with many fractional bits: x * w is not exact in fp32.
-  for (int i = 0; i < VEC; ++i) xh[i] = static_cast<float>(80 * (2 * rng.uniform() - 1)) + 1.f / 3.f;
+  // x * w near a half-integer k + 1/2 (|k| < 100) for the first slot's
+  // weights, x taken among the floats next to (k + 1/2) / w where x * w
+  // rounded to fp32 first lands on the tie itself (which the integer rounding
+  // then breaks to even) and the exact product rounds the other way: the
+  // two forms differ there. Elsewhere (other slots, no weight, 1 + w)
+  // ordinary values, checked all the same.
   const float c = normkit::detail::kInt8RoundingBias;
+  auto rounds_apart = [c](float x, float m) {
+    volatile float product = x * m;  // rounded first (volatile: no contraction into an fma)
+    return product + c != std::fma(x, m, c);
+  };
+  for (int i = 0; i < VEC; ++i) {
+    const double k0 = std::floor(200 * rng.uniform()) - 100;
+    xh[i] = static_cast<float>((k0 + 0.5) / wf[i]);
+    // k0, k0 + 1, ... (the tie breaks the other way at the next k), each
+    // from (k + 1/2) / w out to 4 ulps above and below: one of them does it
+    // for about 97-98% of the weights (a host simulation).
+    for (int j = 0; j < 8 && !rounds_apart(xh[i], wf[i]); ++j) {
+      const float x0 = static_cast<float>((k0 + j + 0.5) / wf[i]);
+      float up = x0, down = x0;
+      xh[i] = x0;
+      for (int step = 0; step < 4 && !rounds_apart(xh[i], wf[i]); ++step) {
+        up = std::nextafter(up, 1e9f);
+        down = std::nextafter(down, -1e9f);
+        xh[i] = rounds_apart(up, wf[i]) ? up : down;
+      }
+    }
+  }
   SlotBuffers<W, VEC> bufs(w, xh);
   const W* pw = bufs.weight();
   const float* in = bufs.in();
@@ -1014,8 +1039,7 @@ void check_addend_forms() {
     for (int i = 0; i < VEC; ++i) {
       const float m = offset ? 1.f + (weight ? wf[col0 + i] : 0.f) : (weight ? wf[col0 + i] : 1.f);
       const float want = std::fma(xh[i], m, c);
-      volatile float product = xh[i] * m;  // rounded first (volatile: no contraction into an fma)
-      told_apart += product + c != want;
+      told_apart += rounds_apart(xh[i], m);
       EXPECT_EQ(o[i], want) << what << " col0 " << col0 << " i " << i;
     }
   };

@@ -437,7 +437,8 @@ TEST(BatchInvariance, RolledQuantizedRowsKeepTheirBits) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const std::pair<int64_t, int64_t> lengths[] = {{65536, 300}, {131072, 150}, {262144, 80}};  // N, rows
-  for (auto [n, batch] : lengths) {
+  for (const auto& length : lengths) {
+    const int64_t n = length.first, batch = length.second;  // (lambdas capture no structured bindings in C++17)
     if (left_to_plain_run(n)) continue;
     const int64_t probe = batch - 3;
     DeviceBuffer x(batch * n * 2), y(batch * n), w(n * 2), scales(batch * 4);

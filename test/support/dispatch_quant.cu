@@ -56,6 +56,9 @@ normkit::Status dispatch(const QuantCall& c, normkit::LaunchPlan* plan) {
     if (c.x_type == DType::kF16) return run<normkit::half, normkit::float8_e4m3>(c, plan);
     if (c.x_type == DType::kF32) return run<float, normkit::float8_e4m3>(c, plan);
   }
+  // fp32 x to int8: four values a slot, one packed word (the rolled rows' and
+  // the int8 rounding's narrowest slot).
+  if (c.q_type == QType::kInt8 && c.x_type == DType::kF32) return run<float, int8_t>(c, plan);
   return normkit::Status::kErrorUnsupportedType;
 }
 }  // namespace

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/block_reduce.cuh"
 #include "../block/cluster_reduce.cuh"
@@ -43,13 +44,18 @@ inline constexpr int kClusterRegistersMaxThreads = 1024;
 /// WHOLE: every access is slot-aligned as well.
 /// Whether row_cluster_registers' output walk loads the next row's part into
 /// the registers it frees (normalize_held_part's ROLL): for rows that need
-/// their maximum (per-row quantization), whose weight stays in L1 (fp8 bf16
-/// N = 262144 75.7% -> 84.7% of the copy, int8 131072 79.4% -> 87.1%;
-/// docs/performance.md, change 78). Plain rows, whose weight comes from L2,
-/// measured slower with it (RMSNorm bf16 131072 -5, LayerNorm fp32 65536
-/// -13.5): the output walk's weight loads then queue behind the next row's.
+/// their maximum (per-row quantization) and whose weight the kernel keeps in
+/// L1 (an epilogue that takes the hint: Scale, so RMSNorm; fp8 bf16 N =
+/// 262144 75.7% -> 88.6-89.4% of the copy, int8 131072 80.6% -> 90.3-90.9%;
+/// docs/performance.md, change 78). Rows whose parameters come from L2
+/// measured slower with it (plain RMSNorm bf16 131072 -5, LayerNorm fp32
+/// 65536 -13.5: the output walk's parameter loads queue behind the next
+/// row's), so per-row-quantized LayerNorm (Affine: weight and bias from L2;
+/// its rolled kernel also spilled 100 bytes) keeps the plain loop.
 template <class Problem>
-inline constexpr bool kRollsRows = Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax;
+inline constexpr bool kRollsRows =
+    Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax &&
+    !std::is_same_v<detail::ParamsKeptInL1<Problem, true>, Problem>;
 
 /// TEAM: the CTA's threads, for rolled rows (kRollsRows) in CTAs of 512 or
 /// 1024 threads (the launcher's choice), so that every slot's address is one
