@@ -38,10 +38,6 @@ namespace kernel {
 /// 50).
 inline constexpr int kClusterRegistersMaxThreads = 1024;
 
-/// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
-/// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
-/// that split so; the checked form relies on it, as it checks no bounds).
-/// WHOLE: every access is slot-aligned as well.
 /// Whether row_cluster_registers' output walk loads the next row's part into
 /// the registers it frees (normalize_held_part's ROLL): for rows that need
 /// their maximum (per-row quantization) and whose weight the kernel keeps in
@@ -57,6 +53,10 @@ inline constexpr bool kRollsRows =
     Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax &&
     !std::is_same_v<detail::ParamsKeptInL1<Problem, true>, Problem>;
 
+/// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
+/// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
+/// that split so; the checked form relies on it, as it checks no bounds).
+/// WHOLE: every access is slot-aligned as well.
 /// TEAM: the CTA's threads, for rolled rows (kRollsRows) in CTAs of 512 or
 /// 1024 threads (the launcher's choice), so that every slot's address is one
 /// base plus an immediate offset: at blockDim.x the addresses of the next

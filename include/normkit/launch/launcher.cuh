@@ -269,25 +269,16 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
       constexpr int V = PlanTuning::kWideVecs;
-      if (!p.whole_access) {
-        return launch_resident(&kernel::row_cluster_registers<Problem, V, false>, p, plan, plan.smem_bytes, device,
-                               caps, stream);
-      }
+      auto fn = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
+                               : &kernel::row_cluster_registers<Problem, V, false>;
       if constexpr (kernel::kRollsRows<Problem>) {
         // Rolled rows at the CTA sizes the plan gives rows of powers of two
         // take them at compile time (kernel::row_cluster_registers' TEAM).
-        if (plan.threads == 1024) {
-          return launch_resident(&kernel::row_cluster_registers<Problem, V, true, 1024>, p, plan, plan.smem_bytes,
-                                 device, caps, stream);
-        }
-        if (plan.threads == 512) {
-          return launch_resident(&kernel::row_cluster_registers<Problem, V, true, 512>, p, plan, plan.smem_bytes,
-                                 device, caps, stream);
-        }
+        if (p.whole_access && plan.threads == 1024) fn = &kernel::row_cluster_registers<Problem, V, true, 1024>;
+        if (p.whole_access && plan.threads == 512) fn = &kernel::row_cluster_registers<Problem, V, true, 512>;
       }
       // The plan sized the relay's shared memory (relay_smem_bytes) for rows kRelaysRows admits.
-      return launch_resident(&kernel::row_cluster_registers<Problem, V, true>, p, plan, plan.smem_bytes, device, caps,
-                             stream);
+      return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream);
     }
   }
 
