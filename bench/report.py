@@ -8,6 +8,7 @@ Reads the benchmark names that bench/src/suites.cu writes:
     copy/<memcpy|vector>/moved_MiB:<n>
     sweep/<op>/<dtype>/N:<n>/M:<m>
     small_batch/<op>/<dtype>/N:<n>/M:<m>
+    misaligned/<op>/<dtype>/N:<n>/M:<m>
     shape/<op>/<dtype>/N:<n>/M:<m>/shape:<shape>
 and prints, per op and dtype, the worst and the median share of the copy ceiling. Ops: layer_norm,
 rms_norm, add_rms_norm, add_rms_norm_inplace, rms_norm_fp8, rms_norm_int8 (others are reported under their own name).
@@ -149,6 +150,19 @@ def small_batch_table(small):
     return fmt_table(["op", "dtype", "N", "M", "shape", "time per call (us)", "copy per call (us)", "share of copy"], rows)
 
 
+def misaligned_table(misaligned, sweep):
+    """Misaligned rows beside the sweep's aligned rows of the same op, dtype and N."""
+    aligned = {(r["op"], r["dtype"], r["N"]): r for r in sweep}
+    rows = []
+    for r in sorted(misaligned, key=record_order):
+        a = aligned.get((r["op"], r["dtype"], r["N"]))
+        rows.append((op_title(r["op"]), r["dtype"], r["N"], r["M"], r["shape"], f"{r['TBps']:.2f}",
+                     f"{100 * r['copy_share']:.0f}%", "" if a is None else f"{a['TBps']:.2f}",
+                     "" if a is None else f"{a['TBps'] / r['TBps']:.2f}x"))
+    return fmt_table(["op", "dtype", "N", "M", "shape", "TB/s", "share of copy", "aligned TB/s", "aligned / misaligned"],
+                     rows)
+
+
 def shape_table(shaped):
     """One row per op, dtype and N; one column per forced shape (TB/s), the fastest in bold."""
     cells = defaultdict(dict)
@@ -182,6 +196,7 @@ def write_markdown(path, meta, records, errors, png_name):
     sweep = [r for r in records if r["kind"] == "sweep"]
     small = [r for r in records if r["kind"] == "small_batch"]
     shaped = [r for r in records if r["kind"] == "shape"]
+    misaligned = [r for r in records if r["kind"] == "misaligned"]
     copies = {r["method"]: r for r in records if r["kind"] == "copy"}
     out = ["# normkit benchmarks", ""]
     out.append(f"- Date: {meta['date']}")
@@ -217,6 +232,12 @@ def write_markdown(path, meta, records, errors, png_name):
         out += ["## Small batches (per call, CUDA-graph replay, no L2 flush)", "",
                 "Each sample replays a graph of back-to-back launches; the time is divided by the launch count.",
                 "The copy column times a copy of the same bytes the same way.", "", small_batch_table(small), ""]
+    if misaligned:
+        out += ["## Misaligned rows (x one element off 16-byte alignment)", "",
+                "As the large batches, with x (and the residual; in place also y and residual_out) starting one",
+                "element past a 16-byte boundary. The plan does not depend on alignment (the same bits either way),",
+                "so these rows run the checked forms of the same kernels (docs/performance.md, \"Misaligned long",
+                "rows\").", "", misaligned_table(misaligned, sweep), ""]
     if shaped:
         out += ["## Forced kernel shapes (NORMKIT_BENCH_SHAPES=1)", "", shape_table(shaped), ""]
     if errors:

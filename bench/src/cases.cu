@@ -23,7 +23,7 @@ void run_norm_case(benchmark::State& state, const NormCase& c) {
       const normkit::LaunchOptions opts{c.shape};
       normkit::LaunchPlan plan;
       check(c.op->plan(c.cols, opts, &plan), "normkit plan");
-      OpInstance inst = c.op->setup(c.rows, c.cols);
+      OpInstance inst = c.op->setup(c.rows, c.cols, c.input_offset);
       const Launch launch = [&](cudaStream_t s) {
         check(inst.forward(s, opts), "normkit forward");
         check(cudaGetLastError(), "after normkit forward");

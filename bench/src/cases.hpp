@@ -19,6 +19,7 @@ struct NormCase {
   int64_t cols = 0;
   normkit::Shape shape = normkit::Shape::kAuto;  ///< forced for exploration, else kAuto
   Method method = Method::kFlushed;
+  int64_t input_offset = 0;  ///< elements x (and a residual) start past alignment
 };
 
 /// Times op->forward on [rows, cols]. Counters: bytes (moved per call), TBps,

@@ -40,8 +40,8 @@ struct AddRmsNormBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    T* x = mem.random<T>(rows * cols, kInputLo, kInputHi);
-    T* residual = mem.random<T>(rows * cols, kResidualLo, kResidualHi);
+    T* x = mem.input<T>(rows * cols, kInputLo, kInputHi);
+    T* residual = mem.input<T>(rows * cols, kResidualLo, kResidualHi);
     a.x = x;
     a.residual = residual;
     a.residual_out = InPlace ? residual : mem.alloc<T>(rows * cols);
@@ -83,7 +83,7 @@ struct RmsNormQuantBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.random<T>(rows * cols, kInputLo, kInputHi);
+    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
     a.y = mem.alloc<Q>(rows * cols);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
     a.row_scales = mem.alloc<float>(rows);

@@ -30,7 +30,7 @@ struct LayerNormBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.random<T>(rows * cols, kInputLo, kInputHi);
+    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
     a.y = mem.alloc<T>(rows * cols);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
     a.bias = mem.random<T>(cols, -0.5f, 0.5f);
@@ -60,7 +60,7 @@ struct RmsNormBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.random<T>(rows * cols, kInputLo, kInputHi);
+    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
     a.y = mem.alloc<T>(rows * cols);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
     a.rstd = mem.alloc<float>(rows);

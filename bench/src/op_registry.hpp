@@ -39,10 +39,19 @@ class OpMemory {
     fill_uniform(p, dtype_of<T>(), count, lo, hi, next_seed_++, gpu().stream);
     return p;
   }
+  /// A row input (x, the residual): as random, but starting input_offset
+  /// elements past the allocation's start (the misaligned set: one element
+  /// off 16-byte alignment, as a slice x[..., 1:] of a larger tensor is).
+  template <class T>
+  T* input(int64_t count, float lo, float hi) {
+    return random<T>(count + input_offset_, lo, hi) + input_offset_;
+  }
+  void set_input_offset(int64_t elements) { input_offset_ = elements; }
 
  private:
   std::vector<DeviceBuffer> buffers_;
   uint64_t next_seed_ = 1;
+  int64_t input_offset_ = 0;
 };
 
 using ForwardFn = std::function<normkit::Status(cudaStream_t, const normkit::LaunchOptions&)>;
@@ -60,8 +69,9 @@ struct OpSpec {
   std::function<int64_t(int64_t rows, int64_t cols)> bytes_moved;
   /// The launch plan for rows of `cols` (normkit's plan never depends on M).
   std::function<normkit::Status(int64_t cols, const normkit::LaunchOptions&, normkit::LaunchPlan*)> plan;
-  /// Allocates and fills [rows, cols] inputs and outputs on the device.
-  std::function<OpInstance(int64_t rows, int64_t cols)> setup;
+  /// Allocates and fills [rows, cols] inputs and outputs on the device, the
+  /// row inputs (x, the residual) `input_offset` elements past alignment.
+  std::function<OpInstance(int64_t rows, int64_t cols, int64_t input_offset)> setup;
   /// The small-batch set's row lengths for this op; empty: the default set (suites.cu).
   std::vector<int64_t> small_batch_cols;
 };
@@ -110,8 +120,9 @@ OpSpec make_op_spec() {
     }
   };
   if constexpr (HasSmallBatchCols<Bench>::value) s.small_batch_cols = Bench::small_batch_cols();
-  s.setup = [](int64_t rows, int64_t cols) {
+  s.setup = [](int64_t rows, int64_t cols, int64_t input_offset) {
     OpInstance inst;
+    inst.memory.set_input_offset(input_offset);
     const typename Bench::Args args = Bench::make_args(inst.memory, rows, cols);
     inst.forward = [args](cudaStream_t stream, const normkit::LaunchOptions& opts) {
       return Bench::forward(args, stream, opts);

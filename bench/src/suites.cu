@@ -4,6 +4,8 @@
 //   sweep/<op>/<dtype>/N:<n>/M:<m>                        x about 512 MiB, L2 flushed
 //   small_batch/<op>/bf16/N:<n>/M:<m>                     per call, CUDA-graph replay
 //                                                         (N: the op's small_batch_cols, else 4096 and 8192)
+//   misaligned/<op>/bf16/N:<n>/M:<m>                      as sweep, x (and the residual) one element
+//                                                         off 16-byte alignment (N: kMisalignedCols)
 //   shape/<op>/<dtype>/N:<n>/M:<m>/shape:<shape>          NORMKIT_BENCH_SHAPES=1 only
 //
 // Google Benchmark appends "/iterations:1/manual_time". bench/report.py parses these names.
@@ -33,6 +35,11 @@ const std::vector<int64_t> kSweepCols = {64,   128,   256,   512,   768,   1024,
                                          5120, 8192,  12288, 16384, 32768, 65536, 131072, 262144};
 const std::vector<int64_t> kSmallBatchRows = {1, 8, 32, 128, 512, 2048};
 const std::vector<int64_t> kSmallBatchCols = {4096, 8192};
+/// Rows whose x is not 16-byte aligned run the checked forms of the kernels
+/// the plan chose (the plan may not depend on alignment: aligned and
+/// misaligned rows give the same bits); these lengths cover 4 slots a
+/// thread, 8 slots in one CTA (512 and 1024 threads) and a cluster of 2.
+const std::vector<int64_t> kMisalignedCols = {4096, 32768, 65536, 131072};
 constexpr int64_t kShapeMinCols = 1024;  // below, only rows_per_warp and row_per_block compete
 const std::vector<normkit::Shape> kForcedShapes = {normkit::Shape::kRowsPerWarp, normkit::Shape::kRowPerBlock,
                                                    normkit::Shape::kRowInSmem, normkit::Shape::kRowInCluster,
@@ -107,6 +114,23 @@ void register_small_batch() {
   }
 }
 
+/// The sweep's bf16 rows with x (and, for the fused add, the residual; in
+/// place also y and residual_out, which are them) one element past 16-byte
+/// alignment: the slowest case the library has (docs/performance.md,
+/// "Misaligned long rows"), measured so that it stays in view.
+void register_misaligned() {
+  for (const OpSpec* op : registered_ops()) {
+    if (op->dtype != DType::kBF16) continue;
+    for (int64_t cols : kMisalignedCols) {
+      if (!plannable(*op, cols)) continue;
+      const int64_t rows = sweep_rows(*op, cols);
+      NormCase c{op, rows, cols, normkit::Shape::kAuto, Method::kFlushed};
+      c.input_offset = 1;
+      add_norm(norm_name("misaligned", *op, rows, cols), c);
+    }
+  }
+}
+
 /// Every shape that can hold N, for exploring the automatic choice; shapes
 /// the device or N rule out (normkit's plan refuses them) are left out.
 void register_forced_shapes() {
@@ -131,6 +155,7 @@ void register_benchmarks() {
   register_copies();
   register_sweep();
   register_small_batch();
+  register_misaligned();
   if (env_flag("NORMKIT_BENCH_SHAPES")) register_forced_shapes();
 }
 
