@@ -97,6 +97,94 @@ TEST(RowLoader, FullVectorsNarrowerFallbacksAndMaskedTails) {
   for (int mis : {0, 2, 5}) check_loader<normkit::half, nktest::DType::kF16>(mis);
 }
 
+// RowLoader's SHIFTED path (rows narrower-aligned than a slot moved in
+// aligned slot-wide words shifted into place; the lane below hands each slot
+// its head by a shuffle): raw slots copied from src to dst through
+// registers, teams of `team` lanes each on its own row (8: four rows in a
+// warp, which with a stride of n lie back to back, so a lane's neighbour in
+// memory may hold another row; 96: three warps on one row), every
+// misalignment of a slot, rows partly filling the slots. Every valid element
+// arrives, invalid ones load as zero, and no byte outside the rows is written.
+template <class T, int VEC, bool SHIFTED>
+__global__ void raw_copy_kernel(const T* src, T* dst, int64_t n, int64_t stride, int team, int src_access,
+                                int dst_access, T* loaded) {
+  const int lane = threadIdx.x % team;
+  const int64_t r = threadIdx.x / team;
+  normkit::Slot<T, VEC> raw[kLoaderK];
+  normkit::RowLoader<T, VEC>::template load_raw<kLoaderK, false, SHIFTED>(src + r * stride, n, 0, lane, team,
+                                                                           src_access, raw);
+  for (int k = 0; k < kLoaderK; ++k)
+    for (int i = 0; i < VEC; ++i) loaded[(threadIdx.x * kLoaderK + k) * VEC + i] = raw[k].v[i];
+  normkit::RowLoader<T, VEC>::template store_raw<kLoaderK, false, SHIFTED>(dst + r * stride, n, 0, lane, team,
+                                                                            dst_access, raw);
+}
+
+template <class T, int VEC>
+void check_shifted_copy(int team, int rows) {
+  constexpr int kSlotElems = VEC;
+  const int64_t cap = int64_t{team} * kLoaderK * VEC;
+  nktest::Rng rng(nktest::fresh_seed());
+  for (int64_t n : {int64_t{1}, int64_t{VEC - 1}, int64_t{VEC + 1}, cap / 2 + 1, cap - 1, cap}) {
+    for (int64_t stride : {n, n + 3}) {
+      for (int mis = 0; mis < kSlotElems; ++mis) {
+        const size_t count = static_cast<size_t>((rows - 1) * stride + n + mis + 64);
+        const size_t bytes = count * sizeof(T);
+        std::vector<unsigned char> host(bytes), back(bytes), got(rows * cap * sizeof(T));
+        for (auto& b : host) b = static_cast<unsigned char>(rng.next());
+        DeviceBuffer src(bytes), dst(bytes), loaded(got.size());
+        ASSERT_EQ(cudaMemcpy(src.data(), host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemset(dst.data(), 0xA5, bytes), cudaSuccess);
+        const T* s = reinterpret_cast<const T*>(src.data()) + mis;
+        T* d = reinterpret_cast<T*>(dst.data()) + mis;
+        const int sa = normkit::access_bytes_for(s, stride, sizeof(T), 16);
+        const int da = normkit::access_bytes_for(d, stride, sizeof(T), 16);
+        raw_copy_kernel<T, VEC, true><<<1, team * rows>>>(s, d, n, stride, team, sa, da,
+                                                           reinterpret_cast<T*>(loaded.data()));
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(back.data(), dst.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(got.data(), loaded.data(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        const std::string what = "team=" + std::to_string(team) + " n=" + std::to_string(n) +
+                                 " stride=" + std::to_string(stride) + " misalign=" + std::to_string(mis);
+        for (size_t i = 0; i < count; ++i) {
+          const int64_t e = static_cast<int64_t>(i) - mis;
+          const bool in_row = e >= 0 && e / stride < rows && e % stride < n;
+          const unsigned char* b = &back[i * sizeof(T)];
+          if (in_row) {
+            ASSERT_EQ(std::memcmp(b, &host[i * sizeof(T)], sizeof(T)), 0) << what << ": element " << e << " lost";
+          } else {
+            for (size_t j = 0; j < sizeof(T); ++j) ASSERT_EQ(b[j], 0xA5) << what << ": wrote outside, element " << e;
+          }
+        }
+        for (int t = 0; t < team * rows; ++t) {
+          const int64_t r = t / team;
+          for (int k = 0; k < kLoaderK; ++k) {
+            for (int i = 0; i < VEC; ++i) {
+              const int64_t col = (int64_t{k} * team + t % team) * VEC + i;
+              const unsigned char* g = &got[((t * kLoaderK + k) * VEC + i) * sizeof(T)];
+              if (col < n) {
+                ASSERT_EQ(std::memcmp(g, &host[(mis + r * stride + col) * sizeof(T)], sizeof(T)), 0)
+                    << what << ": loaded row " << r << " col " << col;
+              } else {
+                for (size_t j = 0; j < sizeof(T); ++j) ASSERT_EQ(g[j], 0) << what << ": padding not zero, col " << col;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RowLoader, ShiftedWordsForRowsNotSlotAligned) {
+  NK_REQUIRE_GPU();
+  for (auto [team, rows] : {std::pair{32, 2}, std::pair{96, 1}, std::pair{8, 4}}) {
+    check_shifted_copy<normkit::bfloat16, 8>(team, rows);
+    check_shifted_copy<float, 4>(team, rows);
+    check_shifted_copy<int8_t, 8>(team, rows);
+    check_shifted_copy<int8_t, 16>(team, rows);
+  }
+}
+
 TEST(RowLoader, AccessWidthFollowsPointerAndStride) {
   // Host-side rule, used by every launcher.
   alignas(16) static char buf[64];
