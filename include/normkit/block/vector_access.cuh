@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "../config.cuh"
@@ -302,84 +301,6 @@ NORMKIT_DEVICE void store_slot_raw(T* dst, const RawSlot<T, VEC>& src) {
 #pragma unroll
     for (int i = 0; i < kBytes / kW; ++i) d[i] = s[i];
   }
-}
-
-// ------------------------------------------------------------ shifted slots
-// Rows that are not slot-aligned, moved in aligned whole-slot words anyway
-// (RowLoader's shifted path): a slot of SB bytes (8 or 16) starting e bytes
-// past an aligned boundary spans two aligned words, B0 (its head) and B1 (its
-// tail), and B1 of one lane is B0 of the next lane's slot. Element-wise or
-// narrower accesses instead cost one instruction per element, and stores of
-// them, their lanes 16 bytes apart, write every sector in pieces (8 times the
-// sector writes of one 16-byte store a slot: fused add + RMSNorm in place,
-// bf16 N = 4096, one element off alignment, ran 3.6x the aligned time;
-// docs/performance.md, "Misaligned rows").
-
-/// Whether slots of VEC elements of T take the shifted path (whole slots of 8
-/// or 16 bytes: one aligned access each).
-template <class T, int VEC>
-NORMKIT_HOST_DEVICE constexpr bool shifts_slots() {
-  return VEC * sizeof(T) == 8 || VEC * sizeof(T) == 16;
-}
-
-/// out = bytes [e, e + 4 W) of the 2 W words x (x[0]'s lowest byte first), for
-/// 0 <= e < 4 W: the word offset by two stages of selects, the byte offset by
-/// funnel shifts.
-template <int W>
-NORMKIT_DEVICE void shift_words(const uint32_t (&x)[2 * W], unsigned e, uint32_t (&out)[W]) {
-  static_assert(W == 2 || W == 4, "normkit: shifted slots are 8 or 16 bytes");
-  const unsigned q = e >> 2, r = (e & 3u) * 8u;
-  uint32_t v[W + 1];
-  if constexpr (W == 4) {
-    uint32_t t[W + 2];
-#pragma unroll
-    for (int i = 0; i < W + 2; ++i) t[i] = (q & 2u) ? x[i + 2] : x[i];
-#pragma unroll
-    for (int i = 0; i < W + 1; ++i) v[i] = (q & 1u) ? t[i + 1] : t[i];
-  } else {
-#pragma unroll
-    for (int i = 0; i < W + 1; ++i) v[i] = (q & 1u) ? x[i + 1] : x[i];
-  }
-#pragma unroll
-  for (int j = 0; j < W; ++j) out[j] = __funnelshift_r(v[j], v[j + 1], r);
-}
-
-/// The aligned word of SB bytes at `block`: one access where it lies within
-/// [lo, hi) (bytes), else 32-bit word by word, the words only partly within
-/// element by element, bytes outside reading as zero (only the words at a
-/// row's or a call's ends: few registers, as every lane holds them).
-template <class T, int SB>
-NORMKIT_DEVICE void load_word_within(uintptr_t block, uintptr_t lo, uintptr_t hi, uint32_t (&w)[SB / 4]) {
-  using Access = typename Word<SB>::type;
-  if (block >= lo && block + SB <= hi) {
-    const Access a = *reinterpret_cast<const Access*>(block);
-    memcpy(w, &a, SB);
-    return;
-  }
-  using E = typename Word<sizeof(T) < 4 ? sizeof(T) : 4>::type;
-  constexpr int kPerWord = 4 / static_cast<int>(sizeof(E));
-#pragma unroll
-  for (int j = 0; j < SB / 4; ++j) {
-    const uintptr_t at = block + 4 * j;
-    if (at >= lo && at + 4 <= hi) {
-      w[j] = *reinterpret_cast<const uint32_t*>(at);
-    } else {
-      uint32_t v = 0;
-#pragma unroll
-      for (int i = 0; i < kPerWord; ++i) {
-        const uintptr_t a = at + i * sizeof(E);
-        if (a >= lo && a < hi) v |= static_cast<uint32_t>(*reinterpret_cast<const E*>(a)) << (8 * sizeof(E) * i);
-      }
-      w[j] = v;
-    }
-  }
-}
-
-/// This lane's lane id in its warp.
-NORMKIT_DEVICE unsigned lane_id() {
-  unsigned l;
-  asm("mov.u32 %0, %%laneid;" : "=r"(l));
-  return l;
 }
 
 /// Calls `f(std::integral_constant<int, W>)` with W the compile-time form of the

@@ -7,7 +7,7 @@
 //   static constexpr bool kIsPlainCopy;  // the row is x's bytes unchanged
 //                                        // (kernels may then copy it to shared
 //                                        // memory without registers)
-//   template <int K, int VEC, bool WHOLE, bool SHIFTED, class P> static __device__ void load(
+//   template <int K, int VEC, bool WHOLE, class P> static __device__ void load(
 //       const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
 //       int lane, int team, bool first_read,
 //       detail::RawSlot<Storage, VEC> (&v)[K]);
@@ -16,10 +16,6 @@
 // `first_read` is false when a streaming kernel reads the row again. WHOLE:
 // the K slots lie within the n columns and whole_slots(p) held at launch, so
 // every access may move a whole slot without checks (RowLoader's WHOLE).
-// SHIFTED: the kernel runs only rows that are not slot-aligned (RowLoader's
-// SHIFTED: pass it on to every RowLoader call). WHOLE and SHIFTED are
-// optional: a policy whose load takes only <K, VEC> or <K, VEC, WHOLE> runs
-// as it is (detail::load_input).
 //   template <int VEC, class P> static bool whole_slots(const P& p);
 // host: whether every row access the policy makes is aligned to a whole slot
 // (access widths set). Both are optional: a policy without them never takes
@@ -58,11 +54,11 @@ struct Plain {
     return p.x_access >= detail::slot_bytes<X, VEC>();
   }
 
-  template <int K, int VEC, bool WHOLE = false, bool SHIFTED = false, class P>
+  template <int K, int VEC, bool WHOLE = false, class P>
   static NORMKIT_DEVICE void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
                                   int lane, int team, bool /*first_read*/, detail::RawSlot<X, VEC> (&v)[K]) {
     const X* src = p.x + row * p.x_stride + col_base;
-    RowLoader<X, VEC>::template load_raw<K, WHOLE, SHIFTED>(src, n, first_slot, lane, team, p.x_access, v);
+    RowLoader<X, VEC>::template load_raw<K, WHOLE>(src, n, first_slot, lane, team, p.x_access, v);
   }
 
   /// The mean of the row's first 16 bytes (the same address for every thread,
@@ -119,21 +115,20 @@ struct AddResidual {
            q.residual_out_access >= detail::slot_bytes<R, VEC>();
   }
 
-  template <int K, int VEC, bool WHOLE = false, bool SHIFTED = false, class P>
+  template <int K, int VEC, bool WHOLE = false, class P>
   static NORMKIT_DEVICE void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
                                   int lane, int team, bool first_read, detail::RawSlot<R, VEC> (&v)[K]) {
     const Params& q = p.input;
     R* out = q.residual_out + row * q.residual_out_stride + col_base;
     if (!first_read) {
-      RowLoader<R, VEC>::template load_raw<K, WHOLE, SHIFTED>(out, n, first_slot, lane, team, q.residual_out_access,
-                                                               v);
+      RowLoader<R, VEC>::template load_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
       return;
     }
     detail::RawSlot<X, VEC> xs[K];
     const X* xp = p.x + row * p.x_stride + col_base;
     const R* rp = q.residual + row * q.residual_stride + col_base;
-    RowLoader<X, VEC>::template load_raw<K, WHOLE, SHIFTED>(xp, n, first_slot, lane, team, p.x_access, xs);
-    RowLoader<R, VEC>::template load_raw<K, WHOLE, SHIFTED>(rp, n, first_slot, lane, team, q.residual_access, v);
+    RowLoader<X, VEC>::template load_raw<K, WHOLE>(xp, n, first_slot, lane, team, p.x_access, xs);
+    RowLoader<R, VEC>::template load_raw<K, WHOLE>(rp, n, first_slot, lane, team, q.residual_access, v);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       float h[VEC], r[VEC];
@@ -143,8 +138,7 @@ struct AddResidual {
       for (int i = 0; i < VEC; ++i) h[i] += r[i];  // padding stays 0 + 0 = 0
       v[k] = detail::float_to_slot<R, VEC>(h);
     }
-    RowLoader<R, VEC>::template store_raw<K, WHOLE, SHIFTED>(out, n, first_slot, lane, team, q.residual_out_access,
-                                                              v);
+    RowLoader<R, VEC>::template store_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
   }
 
   /// Zero: h's first elements are not safe to read (in place, residual_out is
@@ -177,14 +171,6 @@ struct HasInputWholeLoad<In, K, VEC, P,
                              std::declval<const P&>(), int64_t{}, int64_t{}, int64_t{}, 0, 0, 0, true,
                              std::declval<RawSlot<typename In::Storage, VEC> (&)[K]>()))>> : std::true_type {};
 
-template <class In, int K, int VEC, class P, class = void>
-struct HasInputShiftedLoad : std::false_type {};
-template <class In, int K, int VEC, class P>
-struct HasInputShiftedLoad<In, K, VEC, P,
-                           std::void_t<decltype(In::template load<K, VEC, false, true>(
-                               std::declval<const P&>(), int64_t{}, int64_t{}, int64_t{}, 0, 0, 0, true,
-                               std::declval<RawSlot<typename In::Storage, VEC> (&)[K]>()))>> : std::true_type {};
-
 /// Host: the input policy's whole_slots, or false for a policy without one.
 template <class In, int VEC, class P>
 inline bool input_whole_slots(const P& p) {
@@ -196,14 +182,11 @@ inline bool input_whole_slots(const P& p) {
 }
 
 /// In::load with WHOLE where the policy takes it (a policy without it is never
-/// asked for WHOLE at run time: input_whole_slots is false for it), and with
-/// SHIFTED where it takes that (else it runs its own accesses).
-template <class In, int K, int VEC, bool WHOLE, bool SHIFTED = false, class P>
+/// asked for WHOLE at run time: input_whole_slots is false for it).
+template <class In, int K, int VEC, bool WHOLE, class P>
 NORMKIT_DEVICE void load_input(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot, int lane,
                                int team, bool first_read, RawSlot<typename In::Storage, VEC> (&v)[K]) {
-  if constexpr (SHIFTED && HasInputShiftedLoad<In, K, VEC, P>::value) {
-    In::template load<K, VEC, WHOLE, true>(p, row, col_base, n, first_slot, lane, team, first_read, v);
-  } else if constexpr (HasInputWholeLoad<In, K, VEC, P>::value) {
+  if constexpr (HasInputWholeLoad<In, K, VEC, P>::value) {
     In::template load<K, VEC, WHOLE>(p, row, col_base, n, first_slot, lane, team, first_read, v);
   } else {
     In::template load<K, VEC>(p, row, col_base, n, first_slot, lane, team, first_read, v);

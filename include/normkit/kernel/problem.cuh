@@ -49,29 +49,4 @@ struct Problem {
   };
 };
 
-namespace detail {
-
-/// Problem as a kernel passes it to its row code when the kernel runs only
-/// rows that are not slot-aligned and whose slots are all valid (the checked
-/// forms of row_per_block at 5 and 8 slots and of row_cluster_registers):
-/// its row accesses then take RowLoader's SHIFTED path (aligned slot-wide
-/// words shifted into place) rather than narrower accesses. The same Params,
-/// the same bytes: the same bits.
-template <class Problem>
-struct WithShiftedRows : Problem {
-  static constexpr bool kShiftsRows = true;
-};
-
-/// Whether Problem's row accesses take RowLoader's SHIFTED path.
-template <class Problem, class = void>
-struct ShiftsRows : std::false_type {};
-template <class Problem>
-struct ShiftsRows<Problem, std::void_t<decltype(Problem::kShiftsRows)>> : std::bool_constant<Problem::kShiftsRows> {};
-
-/// WithShiftedRows<Problem> where WANT (and Problem may be derived from), else Problem.
-template <class Problem, bool WANT>
-using ShiftedRowsIf = std::conditional_t<WANT && !std::is_final_v<Problem>, WithShiftedRows<Problem>, Problem>;
-
-}  // namespace detail
-
 NORMKIT_NAMESPACE_END

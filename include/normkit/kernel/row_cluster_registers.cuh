@@ -80,15 +80,11 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // weight in L1 (change 71: +0.8 to +1.2 points at bf16 N = 131072, level
   // at 262144). Plain rows measured slower with either (changes 62, 64, 68).
   constexpr bool kRowMax = Problem::Output::kNeedsRowAbsMax;
-  // The checked form runs only rows that are not slot-aligned: their
-  // accesses move aligned slot-wide words shifted into place
-  // (detail::WithShiftedRows).
-  using Tuned = detail::ShiftedRowsIf<
-      detail::ParamsKeptInL1<Problem, (kRowMax || !Problem::Input::kIsPlainCopy) && WHOLE>, !WHOLE>;
+  using Tuned = detail::ParamsKeptInL1<Problem, (kRowMax || !Problem::Input::kIsPlainCopy) && WHOLE>;
   if constexpr (kRelaysRows<Problem>) {
     // blockDim.x * VECS slots (relay_smem_bytes), launched as dynamic shared memory.
     extern __shared__ __align__(16) unsigned char relay_bytes[];
-    detail::relay_rows<detail::ShiftedRowsIf<Problem, !WHOLE>, VECS, WHOLE>(p, blockIdx.x / csize, gridDim.x / csize, col_base, cols,
+    detail::relay_rows<Problem, VECS, WHOLE>(p, blockIdx.x / csize, gridDim.x / csize, col_base, cols,
                                              reducer.rank() == 0, reducer,
                                              reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
                                                  relay_bytes));

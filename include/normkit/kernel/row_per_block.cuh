@@ -81,10 +81,7 @@ __global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : row_per_block
   // WHOLE form of an epilogue that takes the hint runs through the adaptor;
   // any other epilogue (one without the hint, or a `final` one) runs as it is.
   constexpr bool kWide = VECS == 8;
-  // The checked form there runs only rows that are not slot-aligned: their
-  // accesses move aligned slot-wide words shifted into place
-  // (detail::WithShiftedRows).
-  using Tuned = detail::ShiftedRowsIf<detail::ParamsKeptInL1<Problem, kWide && WHOLE>, kUnbounded>;
+  using Tuned = detail::ParamsKeptInL1<Problem, kWide && WHOLE>;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kWide, ROOMY && !kWide>(
         p, row, true, 0, cols, true, threadIdx.x, blockDim.x, reducer);

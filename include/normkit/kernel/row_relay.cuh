@@ -88,13 +88,13 @@ NORMKIT_DEVICE void relay_rows(const typename Problem::Params& p, int64_t first,
   Slot* mine = parked + lane;
   if (first >= p.rows) return;  // the launcher starts no more clusters than rows; a guard all the same
   Slot v[VECS];
-  load_input<In, VECS, VEC, WHOLE, ShiftsRows<Problem>::value>(p, first, col_base, cols, 0, lane, team, true, v);
+  load_input<In, VECS, VEC, WHOLE>(p, first, col_base, cols, 0, lane, team, true, v);
   for (int64_t row = first; row < p.rows; row += stride) {
     const int64_t next = row + stride;
     auto park_and_load_next = [&]() {
 #pragma unroll
       for (int k = 0; k < VECS; ++k) mine[k * team] = v[k];
-      if (next < p.rows) load_input<In, VECS, VEC, WHOLE, ShiftsRows<Problem>::value>(p, next, col_base, cols, 0, lane, team, true, v);
+      if (next < p.rows) load_input<In, VECS, VEC, WHOLE>(p, next, col_base, cols, 0, lane, team, true, v);
     };
     using Relay = HookBeforeFirstReduction<Reducer, decltype(park_and_load_next)>;
     Relay relay{reducer, park_and_load_next, false};

@@ -125,8 +125,7 @@ NORMKIT_DEVICE void normalize_held_part(const typename Problem::Params& p, int64
     auto refill = [&](int k) {
       if (next >= 0) {
         RawSlot<S, VEC> one[1];
-        load_input<typename Problem::Input, 1, VEC, WHOLE, ShiftsRows<Problem>::value>(p, next, col_base, n, k, lane,
-                                                                                      team, true, one);
+        load_input<typename Problem::Input, 1, VEC, WHOLE>(p, next, col_base, n, k, lane, team, true, one);
         v[k] = one[0];
       }
     };
@@ -153,8 +152,7 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
 #pragma unroll
     for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
   } else {
-    load_input<typename Problem::Input, VECS, VEC, WHOLE, ShiftsRows<Problem>::value>(p, r, col_base, n, 0, lane, team,
-                                                                                      true, v);
+    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
   }
   normalize_held_part<Problem, VECS, WHOLE, Reducer, PARTS, TAP_ROW_MAX, PREFETCH>(p, row, active, col_base, cols,
                                                                                    first_part, lane, team, reducer, v);
