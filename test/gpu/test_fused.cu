@@ -24,12 +24,14 @@ struct FusedCase {
   int64_t rows = 7, cols = 1000;
   bool in_place = false;  // residual_out == residual and y == x (vLLM's form)
   int64_t stride = -1;    // row stride of every buffer (-1: contiguous)
+  int64_t shift = 0;      // every buffer starts this many elements into its allocation (misaligned when odd)
 };
 
 std::string describe(const FusedCase& c) {
   return std::string(c.op == Op::kRmsNorm ? "add+RMSNorm" : "add+LayerNorm") + " " + nktest::dtype_name(c.t) +
          " w=" + nktest::dtype_name(c.w) + " shape=" + normkit::shape_name(c.shape) + " M=" + std::to_string(c.rows) +
-         " N=" + std::to_string(c.cols) + (c.in_place ? " in_place" : "") + " stride=" + std::to_string(c.stride);
+         " N=" + std::to_string(c.cols) + (c.in_place ? " in_place" : "") + " stride=" + std::to_string(c.stride) +
+         " shift=" + std::to_string(c.shift);
 }
 
 void check_fused(const FusedCase& c) {
@@ -38,13 +40,17 @@ void check_fused(const FusedCase& c) {
   nktest::Rng rng(seed);
   const int64_t M = c.rows, N = c.cols, S = c.stride < 0 ? N : c.stride;
   const int e = nktest::dtype_size(c.t), we = nktest::dtype_size(c.w);
-  const size_t bytes = static_cast<size_t>((M - 1) * S + N) * e;
+  // Each buffer holds `shift` elements before the rows and 16 bytes after
+  // them; those and the padding between strided rows must keep their bytes.
+  const size_t lead = static_cast<size_t>(c.shift) * e;
+  const size_t bytes = static_cast<size_t>((M - 1) * S + N) * e + lead + 16;
   std::vector<unsigned char> hx(bytes, 0), hr(bytes, 0), hw(N * we), hb(N * we);
+  for (size_t i = 0; i < bytes; ++i) hx[i] = hr[i] = static_cast<unsigned char>(rng.next());
   for (int64_t r = 0; r < M; ++r) {
     const double mu = 4 * rng.normal(), mr = 4 * rng.normal();
     for (int64_t j = 0; j < N; ++j) {
-      nktest::store_as(c.t, mu + rng.normal(), &hx[(r * S + j) * e]);
-      nktest::store_as(c.t, mr + 2 * rng.normal(), &hr[(r * S + j) * e]);
+      nktest::store_as(c.t, mu + rng.normal(), &hx[lead + (r * S + j) * e]);
+      nktest::store_as(c.t, mr + 2 * rng.normal(), &hr[lead + (r * S + j) * e]);
     }
   }
   for (int64_t j = 0; j < N; ++j) {
@@ -62,10 +68,12 @@ void check_fused(const FusedCase& c) {
   call.op = c.op;
   call.x_type = c.t;
   call.w_type = c.w;
-  call.x = dx.data();
-  call.residual = dr.data();
-  call.residual_out = c.in_place ? dr.data() : dro.data();
-  call.y = c.in_place ? dx.data() : dy.data();
+  unsigned char* px = static_cast<unsigned char*>(dx.data()) + lead;
+  unsigned char* pr = static_cast<unsigned char*>(dr.data()) + lead;
+  call.x = px;
+  call.residual = pr;
+  call.residual_out = c.in_place ? pr : static_cast<unsigned char*>(dro.data()) + lead;
+  call.y = c.in_place ? px : static_cast<unsigned char*>(dy.data()) + lead;
   call.weight = dw.data();
   call.bias = db.data();
   call.mean = reinterpret_cast<float*>(dm.data());
@@ -78,8 +86,20 @@ void check_fused(const FusedCase& c) {
   ASSERT_EQ(nktest::launch_add_norm(call), normkit::Status::kSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<unsigned char> gy(bytes), gro(bytes);
-  ASSERT_EQ(cudaMemcpy(gy.data(), call.y, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(gro.data(), call.residual_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gy.data(), c.in_place ? dx.data() : dy.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gro.data(), c.in_place ? dr.data() : dro.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  // Bytes outside the rows: the inputs' own (in place) or the poison.
+  int64_t touched = 0;
+  for (size_t i = 0; i < bytes; ++i) {
+    const bool in_row = i >= lead && static_cast<int64_t>((i - lead) / e) % S < N &&
+                        static_cast<int64_t>((i - lead) / e) / S < M;
+    if (in_row) continue;
+    const unsigned char want_y = c.in_place ? hx[i] : 0xFF, want_ro = c.in_place ? hr[i] : 0xFF;
+    if ((gy[i] != want_y || gro[i] != want_ro) && touched++ == 0) {
+      ADD_FAILURE() << "a byte outside the rows was written: offset " << i << " seed " << seed;
+    }
+  }
+  EXPECT_EQ(touched, 0);
 
   const nktest::Tolerance tol = nktest::output_tolerance(c.t);
   int64_t bad_h = 0, bad_y = 0;
@@ -87,7 +107,7 @@ void check_fused(const FusedCase& c) {
   std::vector<unsigned char> want_h(e);
   for (int64_t r = 0; r < M; ++r) {
     for (int64_t j = 0; j < N; ++j) {
-      const size_t off = (r * S + j) * e;
+      const size_t off = lead + (r * S + j) * e;
       // h = x + residual in fp32, rounded to the residual's type: bit for bit.
       const float sum = static_cast<float>(nktest::load_as(c.t, &hx[off])) + static_cast<float>(nktest::load_as(c.t, &hr[off]));
       nktest::store_as(c.t, sum, want_h.data());
@@ -102,7 +122,7 @@ void check_fused(const FusedCase& c) {
       const double w = nktest::load_as(c.w, &hw[j * we]);
       const double b = c.op == Op::kLayerNorm ? nktest::load_as(c.w, &hb[j * we]) : 0.0;
       const double want = (h[j] - ref.mean) * ref.rstd * w + b;
-      const double got = nktest::load_as(c.t, &gy[(r * S + j) * e]);
+      const double got = nktest::load_as(c.t, &gy[lead + (r * S + j) * e]);
       if (!(std::fabs(got - want) <= tol.atol + tol.rtol * std::fabs(want)) && bad_y++ == 0) {
         ADD_FAILURE() << "y row " << r << " col " << j << ": got " << got << " want " << want << " seed " << seed;
       }
@@ -172,6 +192,34 @@ TEST(Fused, DtypesStridesAndFp32Weights) {
         f.in_place = in_place;
         check_fused(f);
       }
+    }
+  }
+}
+
+// Rows one or more elements off 16-byte alignment (x, the residual and the
+// outputs, in place and out of place): the checked forms, whose accesses
+// narrow to the rows' alignment (2 bytes at a one-element bf16 offset); no
+// byte outside the rows is written, and h and y match the reference. bf16
+// N = 32768 (512 threads x 8 slots), 65536 (1024 x 8), 131072 (a cluster of
+// 2); 4099 and 5000 the checked 4-slot kernel; an odd stride gives rows of
+// alternating alignment.
+TEST(Fused, MisalignedRowsInPlaceAndOut) {
+  NK_REQUIRE_GPU();
+  struct Case {
+    int64_t cols, shift, stride;
+  };
+  const Case cases[] = {{32768, 1, -1}, {32768, 3, 32768 + 5}, {65536, 1, -1}, {65536, 7, -1},
+                        {131072, 1, -1}, {131072, 2, 131072 + 3}, {4099, 1, -1}, {5000, 3, 5001}};
+  for (const Case& k : cases) {
+    if (nktest::quick_mode() && k.cols > 65536) continue;
+    for (bool in_place : {false, true}) {
+      FusedCase c;
+      c.cols = k.cols;
+      c.rows = k.cols > 65536 ? 5 : 9;
+      c.shift = k.shift;
+      c.stride = k.stride;
+      c.in_place = in_place;
+      check_fused(c);
     }
   }
 }
