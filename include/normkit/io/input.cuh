@@ -137,8 +137,16 @@ struct AddResidual {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) h[i] += r[i];  // padding stays 0 + 0 = 0
       v[k] = detail::float_to_slot<R, VEC>(h);
+      if constexpr (!WHOLE) {
+        // Slot by slot: a misaligned residual_out is stored as shifted words
+        // (RowLoader::store_shifted), which all K slots at once spilled.
+        const detail::RawSlot<R, VEC> one[1] = {v[k]};
+        RowLoader<R, VEC>::template store_raw<1>(out, n, first_slot + k, lane, team, q.residual_out_access, one);
+      }
     }
-    RowLoader<R, VEC>::template store_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
+    if constexpr (WHOLE) {
+      RowLoader<R, VEC>::template store_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
+    }
   }
 
   /// Zero: h's first elements are not safe to read (in place, residual_out is
