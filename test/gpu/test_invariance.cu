@@ -127,7 +127,8 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // loaded ahead), the misaligned ones the checked form. N = 65536 the
 // 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
 // cluster-register kernel (clusters of 2 such CTAs) of RMSNorm, plain, fused
-// and quantized.
+// and quantized. The fused add also in place, whose misaligned outputs run
+// the kernels of WithShiftedStores.
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
@@ -192,6 +193,31 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       };
       EXPECT_EQ(outputs(fused, x_ref.data(), r_ref.data(), bytes), outputs(fused, x_off, r_off, bytes))
           << "add+" << name << " N=" << n;
+      // In place (y = x, residual_out = residual): misaligned outputs run the
+      // kernels of WithShiftedStores (shifted aligned-word stores), aligned
+      // ones the WHOLE forms; y and h bitwise equal.
+      auto in_place = [&](unsigned char* xp, unsigned char* rp) {
+        EXPECT_EQ(cudaMemcpy(xp, x_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(rp, r_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+        nktest::AddNormCall c;
+        c.op = op;
+        c.x = xp;
+        c.residual = rp;
+        c.residual_out = rp;
+        c.y = xp;
+        c.weight = w.data();
+        c.rows = rows;
+        c.cols = n;
+        EXPECT_EQ(nktest::launch_add_norm(c), normkit::Status::kSuccess);
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<unsigned char> out(2 * bytes);
+        EXPECT_EQ(cudaMemcpy(out.data(), xp, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(out.data() + bytes, rp, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        return out;
+      };
+      EXPECT_EQ(in_place(h.data(), y.data()), in_place(x_off, r_off)) << "add+" << name << " in place N=" << n;
+      ASSERT_EQ(cudaMemcpy(x_off, x_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);  // inputs back
+      ASSERT_EQ(cudaMemcpy(r_off, r_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
       for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
         auto quant = [&](const void* xp, const void*) {
           nktest::QuantCall c;

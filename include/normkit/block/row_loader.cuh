@@ -90,10 +90,11 @@ struct RowLoader {
 
   /// Stores K slots already in T. WHOLE: the caller knows all K lie within the
   /// first n columns and that access_bytes is at least a slot's size: one
-  /// access per slot, no bounds, no branch. Rows not 16-byte aligned, with
-  /// 16-byte slots and teams of whole warps, are stored as aligned words
-  /// (store_shifted).
-  template <int K, bool WHOLE = false>
+  /// access per slot, no bounds, no branch. SHIFT: rows not 16-byte aligned,
+  /// with 16-byte slots and teams of whole warps, are stored as aligned words
+  /// (store_shifted; only in kernels instantiated for misaligned outputs,
+  /// detail::WithShiftedStores: its code in the other kernels spilled them).
+  template <int K, bool WHOLE = false, bool SHIFT = false>
   static NORMKIT_DEVICE void store_raw(T* row, int64_t n, int first_slot, int lane, int team,
                                        int access_bytes, const detail::RawSlot<T, VEC> (&raw)[K]) {
     if constexpr (WHOLE) {
@@ -103,10 +104,10 @@ struct RowLoader {
       }
       return;
     }
-    if constexpr (sizeof(detail::RawSlot<T, VEC>) == 16) {
+    if constexpr (SHIFT && sizeof(detail::RawSlot<T, VEC>) == 16) {
       // team is the same for every lane of a warp, so the whole warp takes
       // this branch or none does (store_shifted shuffles).
-      if (K == 1 && access_bytes < 16 && team % 32 == 0) {
+      if (access_bytes < 16 && team % 32 == 0) {
         store_shifted<K>(row, n, first_slot, lane, team, raw);
         return;
       }
