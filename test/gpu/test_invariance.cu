@@ -127,8 +127,8 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // loaded ahead), the misaligned ones the checked form. N = 65536 the
 // 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
 // cluster-register kernel (clusters of 2 such CTAs) of RMSNorm, plain, fused
-// and quantized. The fused add also in place, whose misaligned outputs run
-// the kernels of WithShiftedStores.
+// and quantized. The fused add also in place (misaligned outputs: y and
+// residual_out in the checked forms' narrow stores).
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
@@ -194,8 +194,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       EXPECT_EQ(outputs(fused, x_ref.data(), r_ref.data(), bytes), outputs(fused, x_off, r_off, bytes))
           << "add+" << name << " N=" << n;
       // In place (y = x, residual_out = residual): misaligned outputs run the
-      // kernels of WithShiftedStores (shifted aligned-word stores), aligned
-      // ones the WHOLE forms; y and h bitwise equal.
+      // checked forms, aligned ones the WHOLE forms; y and h bitwise equal.
       auto in_place = [&](unsigned char* xp, unsigned char* rp) {
         EXPECT_EQ(cudaMemcpy(xp, x_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
         EXPECT_EQ(cudaMemcpy(rp, r_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
