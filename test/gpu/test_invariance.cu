@@ -138,6 +138,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
     DeviceBuffer x_ref(bytes), r_ref(bytes);
+    DeviceBuffer x_io(bytes + 16), r_io(bytes + 16);  // in place: the rows are written over
     fill_random(x_ref, seed);
     fill_random(r_ref, seed + 1);
     fill_random(w, seed + 2);
@@ -214,9 +215,8 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
         EXPECT_EQ(cudaMemcpy(out.data() + bytes, rp, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
         return out;
       };
-      EXPECT_EQ(in_place(h.data(), y.data()), in_place(x_off, r_off)) << "add+" << name << " in place N=" << n;
-      ASSERT_EQ(cudaMemcpy(x_off, x_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);  // inputs back
-      ASSERT_EQ(cudaMemcpy(r_off, r_ref.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+      EXPECT_EQ(in_place(x_io.data(), r_io.data()), in_place(x_io.data() + 2, r_io.data() + 2))
+          << "add+" << name << " in place N=" << n;
       for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
         auto quant = [&](const void* xp, const void*) {
           nktest::QuantCall c;
