@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "../config.cuh"
 #include "../types.cuh"
@@ -89,8 +90,11 @@ struct RowLoader {
 
   /// Stores K slots already in T. WHOLE: the caller knows all K lie within the
   /// first n columns and that access_bytes is at least a slot's size: one
-  /// access per slot, no bounds, no branch.
-  template <int K, bool WHOLE = false>
+  /// access per slot, no bounds, no branch. SHIFT: rows not 16-byte aligned,
+  /// with 16-byte slots and teams of whole warps, are stored as aligned words
+  /// (store_shifted; only in kernels instantiated for misaligned outputs,
+  /// detail::WithShiftedStores: its code in the other kernels spilled them).
+  template <int K, bool WHOLE = false, bool SHIFT = false>
   static NORMKIT_DEVICE void store_raw(T* row, int64_t n, int first_slot, int lane, int team,
                                        int access_bytes, const detail::RawSlot<T, VEC> (&raw)[K]) {
     if constexpr (WHOLE) {
@@ -99,6 +103,14 @@ struct RowLoader {
         detail::store_slot_raw<16, T, VEC>(row + column(first_slot + k, lane, team), raw[k]);
       }
       return;
+    }
+    if constexpr (SHIFT && sizeof(detail::RawSlot<T, VEC>) == 16) {
+      // team is the same for every lane of a warp, so the whole warp takes
+      // this branch or none does (store_shifted shuffles).
+      if (access_bytes < 16 && team % 32 == 0) {
+        store_shifted<K>(row, n, first_slot, lane, team, raw);
+        return;
+      }
     }
     detail::with_access_width<T, VEC>(access_bytes, [&](auto width) {
       constexpr int kW = decltype(width)::value;
@@ -115,6 +127,69 @@ struct RowLoader {
         }
       }
     });
+  }
+
+  /// store_raw for a row whose slots (16 bytes each) start `mis` bytes past a
+  /// 16-byte boundary, by teams of whole warps (every lane of each warp calls
+  /// it, with the same K and slots). Element-wide stores there put each of a
+  /// warp's 16 sectors of a slot in 8 partial writes: in place (y = x) the
+  /// L2 took 6x the write sectors of an aligned row and ran at 90% of its
+  /// peak with DRAM at 23% (ncu; docs/performance.md, "Misaligned rows").
+  /// Here lane j of a warp stores the aligned 16-byte word that holds the
+  /// tail of lane j - 1's slot (by a shuffle) and the head of its own, so a
+  /// warp writes whole sectors but at its two edges: lane 0 stores its head,
+  /// and lane 31 its tail, element by element, as does any lane whose word
+  /// would reach past column n. The same bytes land, none outside the row.
+  template <int K>
+  static NORMKIT_DEVICE void store_shifted(T* row, int64_t n, int first_slot, int lane, int team,
+                                           const detail::RawSlot<T, VEC> (&raw)[K]) {
+    static_assert(sizeof(detail::RawSlot<T, VEC>) == 16, "normkit: store_shifted moves 16-byte slots");
+    const int mis = static_cast<int>(reinterpret_cast<uintptr_t>(row) & 15u);
+    const int wl = lane & 31;
+    // Bytes of the slot before the next aligned word: the head (elements
+    // [0, head) of the slot) completes the word that ends in it.
+    const int head_bytes = 16 - mis;
+    const int head = head_bytes / static_cast<int>(sizeof(T));
+    const int q = head_bytes >> 2;
+    const unsigned r = static_cast<unsigned>(head_bytes & 3) * 8u;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t c = column(first_slot + k, lane, team);
+      uint32_t w[4];
+      memcpy(w, raw[k].v, 16);
+      uint32_t cat[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        cat[i] = __shfl_up_sync(0xffffffffu, w[i], 1);  // every lane, unconditionally
+        cat[4 + i] = w[i];
+      }
+      const bool wide = mis != 0 && wl != 0 && c + VEC <= n;
+      const bool next_wide = mis != 0 && wl != 31 && c + 2 * VEC <= n;
+      if (mis == 0 && c + VEC <= n) {
+        detail::store_slot_raw<16, T, VEC>(row + c, raw[k]);
+        continue;
+      }
+      if (wide) {
+        // Bytes [head_bytes, head_bytes + 16) of the previous slot's and
+        // this one's 32: words q .. q + 4 of them, funnel-shifted by r.
+        uint32_t pick[5];
+#pragma unroll
+        for (int i = 0; i < 5; ++i) {
+          pick[i] = q == 0 ? cat[i] : q == 1 ? cat[i + 1] : q == 2 ? cat[i + 2] : cat[i + 3];
+        }
+        detail::RawSlot<T, VEC> word;
+        uint32_t out[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) out[i] = __funnelshift_r(pick[i], pick[i + 1], r);
+        memcpy(word.v, out, 16);
+        detail::store_slot_raw<16, T, VEC>(
+            reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(row + c) - mis), word);
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        if (c + i < n && (i < head ? !wide : !next_wide)) row[c + i] = raw[k].v[i];
+      }
+    }
   }
 };
 

@@ -19,7 +19,11 @@
 //   template <int VEC, class P> static bool whole_slots(const P& p);
 // host: whether every row access the policy makes is aligned to a whole slot
 // (access widths set). Both are optional: a policy without them never takes
-// the WHOLE form (detail::input_whole_slots, detail::load_input). And
+// the WHOLE form (detail::input_whole_slots, detail::load_input). A policy
+// that stores as it loads (AddResidual) may take a fourth argument, SHIFT
+// (load<K, VEC, false, true>): its stores, misaligned, go out as shifted
+// aligned words (RowLoader::store_shifted) in the kernels of
+// detail::WithShiftedStores. And
 //   template <int VEC, class P> static __device__ float pilot(const P& p,
 //       int64_t row);
 // a cheap estimate of the row's mean that every thread of the row computes
@@ -115,7 +119,9 @@ struct AddResidual {
            q.residual_out_access >= detail::slot_bytes<R, VEC>();
   }
 
-  template <int K, int VEC, bool WHOLE = false, class P>
+  /// SHIFT: residual_out misaligned, stored as shifted words
+  /// (RowLoader::store_shifted; the kernels of detail::WithShiftedStores).
+  template <int K, int VEC, bool WHOLE = false, bool SHIFT = false, class P>
   static NORMKIT_DEVICE void load(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot,
                                   int lane, int team, bool first_read, detail::RawSlot<R, VEC> (&v)[K]) {
     const Params& q = p.input;
@@ -137,8 +143,17 @@ struct AddResidual {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) h[i] += r[i];  // padding stays 0 + 0 = 0
       v[k] = detail::float_to_slot<R, VEC>(h);
+      if constexpr (SHIFT && !WHOLE) {
+        // Slot by slot: all K slots' shifted stores at once spilled (4218
+        // bytes in the 8-slot kernel).
+        const detail::RawSlot<R, VEC> one[1] = {v[k]};
+        RowLoader<R, VEC>::template store_raw<1, false, true>(out, n, first_slot + k, lane, team,
+                                                              q.residual_out_access, one);
+      }
     }
-    RowLoader<R, VEC>::template store_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
+    if constexpr (!SHIFT || WHOLE) {
+      RowLoader<R, VEC>::template store_raw<K, WHOLE>(out, n, first_slot, lane, team, q.residual_out_access, v);
+    }
   }
 
   /// Zero: h's first elements are not safe to read (in place, residual_out is
@@ -154,6 +169,12 @@ struct AddResidual {
 }  // namespace input
 
 namespace detail {
+
+/// Whether In is a fused add (AddResidual): its residual_out is an output.
+template <class In>
+struct IsAddResidual : std::false_type {};
+template <class X, class R>
+struct IsAddResidual<input::AddResidual<X, R>> : std::true_type {};
 
 // Input policies written before the WHOLE form (no whole_slots, no WHOLE
 // argument to load) keep working: they never take it.
@@ -181,12 +202,25 @@ inline bool input_whole_slots(const P& p) {
   }
 }
 
+template <class In, int K, int VEC, class P, class = void>
+struct HasInputShiftedLoad : std::false_type {};
+template <class In, int K, int VEC, class P>
+struct HasInputShiftedLoad<In, K, VEC, P,
+                           std::void_t<decltype(In::template load<K, VEC, false, true>(
+                               std::declval<const P&>(), int64_t{}, int64_t{}, int64_t{}, 0, 0, 0, true,
+                               std::declval<RawSlot<typename In::Storage, VEC> (&)[K]>()))>> : std::true_type {};
+
 /// In::load with WHOLE where the policy takes it (a policy without it is never
 /// asked for WHOLE at run time: input_whole_slots is false for it).
-template <class In, int K, int VEC, bool WHOLE, class P>
+/// SHIFT: the kernel was instantiated for misaligned outputs
+/// (WithShiftedStores): a policy that stores as it loads and takes a SHIFT
+/// argument (AddResidual) stores them as shifted words.
+template <class In, int K, int VEC, bool WHOLE, bool SHIFT = false, class P>
 NORMKIT_DEVICE void load_input(const P& p, int64_t row, int64_t col_base, int64_t n, int first_slot, int lane,
                                int team, bool first_read, RawSlot<typename In::Storage, VEC> (&v)[K]) {
-  if constexpr (HasInputWholeLoad<In, K, VEC, P>::value) {
+  if constexpr (SHIFT && !WHOLE && HasInputShiftedLoad<In, K, VEC, P>::value) {
+    In::template load<K, VEC, false, true>(p, row, col_base, n, first_slot, lane, team, first_read, v);
+  } else if constexpr (HasInputWholeLoad<In, K, VEC, P>::value) {
     In::template load<K, VEC, WHOLE>(p, row, col_base, n, first_slot, lane, team, first_read, v);
   } else {
     In::template load<K, VEC>(p, row, col_base, n, first_slot, lane, team, first_read, v);

@@ -12,6 +12,7 @@
 #include "../epilogue/hooks.cuh"
 #include "../stats/row_stats.cuh"
 #include "row_views.cuh"
+#include "shifted_stores.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
@@ -143,7 +144,8 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
       transform_slot<Problem, WHOLE>(p, row, col_base + c, valid, st, raw[k], v, prefetched_slot(pre, k));
       out[0] = Output::template pack<VEC>(p, factor, v);
     }
-    RowLoader<Y, VEC>::template store_raw<1, WHOLE>(dst, n, first_slot + k, lane, team, p.y_access, out);
+    RowLoader<Y, VEC>::template store_raw<1, WHOLE, kShiftsStores<Problem>>(dst, n, first_slot + k, lane, team,
+                                                                             p.y_access, out);
     refill(k);
   }
 }

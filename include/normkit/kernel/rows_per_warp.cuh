@@ -152,7 +152,8 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
 #pragma unroll
     for (int k = 0; k < VECS; ++k) v[k] = RawSlot<S, VEC>{};
   } else {
-    load_input<typename Problem::Input, VECS, VEC, WHOLE>(p, r, col_base, n, 0, lane, team, true, v);
+    load_input<typename Problem::Input, VECS, VEC, WHOLE, kShiftsStores<Problem>>(p, r, col_base, n, 0, lane, team, true,
+                                                                                v);
   }
   normalize_held_part<Problem, VECS, WHOLE, Reducer, PARTS, TAP_ROW_MAX, PREFETCH>(p, row, active, col_base, cols,
                                                                                    first_part, lane, team, reducer, v);

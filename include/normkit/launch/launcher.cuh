@@ -16,6 +16,7 @@
 #include "../kernel/row_cluster_registers.cuh"
 #include "../kernel/row_per_block.cuh"
 #include "../kernel/rows_per_warp.cuh"
+#include "../kernel/shifted_stores.cuh"
 #include "../status.cuh"
 #include "device.cuh"
 #include "plan.cuh"
@@ -86,6 +87,16 @@ struct Launcher {
       types_may_pair(Problem::Output::kNeedsRowAbsMax, stats_folds_each_part_v<typename Problem::Stats>,
                      stats::row_reductions_v<typename Problem::Stats>,
                      static_cast<int>(sizeof(typename Problem::Storage)), VEC);
+
+  /// Kernels instantiated for misaligned outputs (WithShiftedStores): only
+  /// their checked forms exist.
+  static constexpr bool kCheckedOnly = kShiftsStores<Problem>;
+  /// Whether rows whose outputs are misaligned run WithShiftedStores<Problem>'s
+  /// kernels: fused adds (in place, y and residual_out are x and the
+  /// residual) whose outputs move in 16-byte slots.
+  static constexpr bool kMayShiftStores =
+      !kCheckedOnly && IsAddResidual<typename Problem::Input>::value &&
+      sizeof(typename Problem::Y) * VEC == 16 && sizeof(typename Problem::Storage) * VEC == 16;
 
   /// Whether an unpaired row_per_block plan of CTAs of up to
   /// kRowPerBlockMaxThreads runs row_per_block's ROOMY form (the same bits):
@@ -249,7 +260,9 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;
     } else {
       const int team = plan.shape == Shape::kRowsPerWarp ? plan.group : plan.threads;
-      if (whole_form(p, team, VECS)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
+      if constexpr (!kCheckedOnly) {
+        if (whole_form(p, team, VECS)) return run_register_form<VECS, true>(p, plan, device, caps, stream);
+      }
       // 3 slots (planned only where they hold the row exactly) have no
       // checked kernel: the checked 4-slot one gives each lane the same
       // columns in the same order (the 4th slot, empty, adds nothing), so the
@@ -269,8 +282,10 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
       constexpr int V = PlanTuning::kWideVecs;
-      auto fn = p.whole_access ? &kernel::row_cluster_registers<Problem, V, true>
-                               : &kernel::row_cluster_registers<Problem, V, false>;
+      auto fn = &kernel::row_cluster_registers<Problem, V, false>;
+      if constexpr (!kCheckedOnly) {
+        if (p.whole_access) fn = &kernel::row_cluster_registers<Problem, V, true>;
+      }
       if constexpr (kernel::kRollsRows<Problem>) {
         // Rolled rows at the CTA sizes the plan gives rows of powers of two
         // take them at compile time (kernel::row_cluster_registers' TEAM).
@@ -342,7 +357,15 @@ struct Launcher {
     p.whole_access = whole_access(p);
     lp.paired = run_paired(p, lp, caps, opts);
     lp.roomy = run_roomy(p, lp, caps);
-    s = dispatch(p, lp, device, caps, stream);
+    if constexpr (kMayShiftStores) {
+      if (!p.whole_access && (p.y_access < 16 || p.input.residual_out_access < 16)) {
+        s = Launcher<WithShiftedStores<Problem>>::dispatch(p, lp, device, caps, stream);
+      } else {
+        s = dispatch(p, lp, device, caps, stream);
+      }
+    } else {
+      s = dispatch(p, lp, device, caps, stream);
+    }
     if (s == Status::kSuccess && opts.launched != nullptr) *opts.launched = lp;
     return s;
   }
