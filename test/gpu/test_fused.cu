@@ -201,15 +201,19 @@ TEST(Fused, DtypesStridesAndFp32Weights) {
 // narrow to the rows' alignment (2 bytes at a one-element bf16 offset); no
 // byte outside the rows is written, and h and y match the reference. bf16
 // N = 32768 (512 threads x 8 slots), 65536 (1024 x 8), 131072 (a cluster of
-// 2); 4099 and 5000 the checked 4-slot kernel; an odd stride gives rows of
-// alternating alignment.
+// 2); 4099 and 5000 the checked 4-slot kernel; 512 and 1024 whole warps
+// (rows_per_warp's 32 lanes, row_per_block's 64 threads) whose shifted
+// stores meet at the warps' edges; 1000 a row that ends inside a warp (the
+// words past column n element by element); 96 groups of 8 lanes (narrow
+// stores); an odd stride gives rows of alternating alignment.
 TEST(Fused, MisalignedRowsInPlaceAndOut) {
   NK_REQUIRE_GPU();
   struct Case {
     int64_t cols, shift, stride;
   };
   const Case cases[] = {{32768, 1, -1}, {32768, 3, 32768 + 5}, {65536, 1, -1}, {65536, 7, -1},
-                        {131072, 1, -1}, {131072, 2, 131072 + 3}, {4099, 1, -1}, {5000, 3, 5001}};
+                        {131072, 1, -1}, {131072, 2, 131072 + 3}, {4099, 1, -1}, {5000, 3, 5001},
+                        {512, 1, -1},    {1024, 5, 1024 + 1},  {1000, 1, 1003},  {96, 3, -1}};
   for (const Case& k : cases) {
     if (nktest::quick_mode() && k.cols > 65536) continue;
     for (bool in_place : {false, true}) {
