@@ -19,6 +19,9 @@ struct WithShiftedStores : P {
   static constexpr bool kShiftsStores = true;
 };
 
+// A member constant, detected, rather than a specialization on
+// WithShiftedStores: the kernels wrap Problem again (WithParamCaching derives
+// from it), and the constant is inherited through such adaptors.
 template <class P, class = void>
 struct ShiftsStores : std::false_type {};
 template <class P>
