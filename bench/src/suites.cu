@@ -75,7 +75,26 @@ void register_copies() {
   }
 }
 
+/// NORMKIT_BENCH_SWEEP_ROWS="N=M,N=M,...": the sweep's M for those N instead
+/// of 512 MiB of x (for instance M a whole number of the resident clusters'
+/// rounds, to see what the batch's last partial round costs). Unset: none.
+int64_t sweep_rows_override(int64_t cols) {
+  const char* spec = std::getenv("NORMKIT_BENCH_SWEEP_ROWS");
+  while (spec != nullptr && *spec != '\0') {
+    char* end = nullptr;
+    const long long n = std::strtoll(spec, &end, 10);
+    if (end == spec || *end != '=') break;
+    const char* m_begin = end + 1;
+    const long long m = std::strtoll(m_begin, &end, 10);
+    if (end == m_begin) break;
+    if (n == cols && m > 0) return m;
+    spec = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
 int64_t sweep_rows(const OpSpec& op, int64_t cols) {
+  if (const int64_t rows = sweep_rows_override(cols); rows > 0) return rows;
   const int64_t rows = kSweepXBytes / (cols * static_cast<int64_t>(dtype_size(op.dtype)));
   return rows < 1 ? 1 : rows;
 }
