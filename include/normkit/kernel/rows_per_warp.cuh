@@ -21,6 +21,31 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace detail {
 
+/// The epilogue's parameters for a thread's VECS slots loaded ahead of the
+/// output walk (normalize_held_part's PREFETCH): kOn where the kernel asks for
+/// it (PREFETCH), the form is WHOLE and unpaired, and the epilogue offers it
+/// (HasPrefetch; whole_slots vouched at launch for the alignment
+/// prefetch_whole assumes). Pre is NoPrefetch (empty) otherwise.
+template <class Problem, int VECS, bool WHOLE, int PARTS, bool PREFETCH>
+struct HeldPrefetch {
+  using Epi = typename Problem::Epilogue;
+  static constexpr int kVec = Problem::kVec;
+  static constexpr bool kOn =
+      PREFETCH && WHOLE && PARTS == 1 && HasPrefetch<Epi, kVec>::value && HasWholeSlots<Epi, kVec>::value;
+  using Pre = typename PrefetchOf<Epi, kVec, kOn>::type;
+
+  static NORMKIT_DEVICE void load(const typename Problem::Params& p, int64_t col_base, int lane, int team,
+                                  Pre (&pre)[VECS]) {
+    if constexpr (kOn) {
+#pragma unroll
+      for (int k = 0; k < VECS; ++k) {
+        pre[k] = Epi::template prefetch_whole<kVec>(
+            p.epilogue, col_base + RowLoader<typename Problem::Storage, kVec>::column(k, lane, team));
+      }
+    }
+  }
+};
+
 /// A row, or the part of it in columns [col_base, col_base + cols), held in
 /// registers by a team of threads: load, statistics (over the whole row: the
 /// reducer combines the parts), output. Every thread of the team calls it,
@@ -49,10 +74,11 @@ namespace detail {
 /// load stores h, which would wait for its loads in the output walk).
 template <class Problem, int VECS, bool WHOLE, class Reducer, int PARTS = 1, bool TAP_ROW_MAX = (PARTS > 1),
           bool PREFETCH = false, bool ROLL = false>
-NORMKIT_DEVICE void normalize_held_part(const typename Problem::Params& p, int64_t row, bool active,
-                                        int64_t col_base, int64_t cols, bool first_part, int lane, int team,
-                                        Reducer& reducer, RawSlot<typename Problem::Storage, Problem::kVec> (&v)[VECS],
-                                        int64_t next = -1) {
+NORMKIT_DEVICE void normalize_held_part(
+    const typename Problem::Params& p, int64_t row, bool active, int64_t col_base, int64_t cols, bool first_part,
+    int lane, int team, Reducer& reducer, RawSlot<typename Problem::Storage, Problem::kVec> (&v)[VECS],
+    int64_t next = -1,
+    const typename HeldPrefetch<Problem, VECS, WHOLE, PARTS, PREFETCH>::Pre* early = nullptr) {
   static_assert(!ROLL || Problem::Input::kIsPlainCopy,
                 "normkit: rolling loads (ROLL) are for inputs that are a plain copy of x");
   constexpr int VEC = Problem::kVec;
@@ -71,18 +97,19 @@ NORMKIT_DEVICE void normalize_held_part(const typename Problem::Params& p, int64
   constexpr bool kWideTap = TAP_ROW_MAX && PARTS == 1 && kFusedRowMax<Problem, View, Reducer>;
   if constexpr (kWideTap) __syncwarp();
   // PREFETCH: the epilogue's parameters loaded with the row, before the
-  // statistics, where the epilogue offers it (HasPrefetch; and whole_slots,
-  // which vouched at launch for the alignment prefetch_whole assumes),
-  // rather than in the output walk after them (small batches: change 66).
-  using Epi = typename Problem::Epilogue;
-  constexpr bool kPrefetch =
-      PREFETCH && WHOLE && PARTS == 1 && HasPrefetch<Epi, VEC>::value && HasWholeSlots<Epi, VEC>::value;
-  using Pre = typename PrefetchOf<Epi, VEC, kPrefetch>::type;
+  // statistics, where the epilogue offers it (HeldPrefetch), rather than in
+  // the output walk after them (small batches: change 66); by the caller
+  // before the row's loads where it passes them as `early`
+  // (normalize_register_part, for inputs that store as they load).
+  using Prefetch = HeldPrefetch<Problem, VECS, WHOLE, PARTS, PREFETCH>;
+  using Pre = typename Prefetch::Pre;
   Pre pre[VECS];  // NoPrefetch: empty, unused (the epilogue loads its parameters)
-  if constexpr (kPrefetch) {
+  if constexpr (Prefetch::kOn) {
+    if (early != nullptr) {
 #pragma unroll
-    for (int k = 0; k < VECS; ++k) {
-      pre[k] = Epi::template prefetch_whole<VEC>(p.epilogue, col_base + RowLoader<S, VEC>::column(k, lane, team));
+      for (int k = 0; k < VECS; ++k) pre[k] = early[k];
+    } else {
+      Prefetch::load(p, col_base, lane, team, pre);
     }
   }
   const Slots slots{v, n, lane, team, row_pilot<Problem, View, Reducer>(p, r)};
@@ -145,6 +172,20 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   using S = typename Problem::Storage;
   const int64_t r = active ? row : 0;
   const int64_t n = active ? cols : 0;
+  // Prefetched parameters (PREFETCH) are loaded here, before the row, and a
+  // warp barrier (a NOP in SASS) keeps them there: loaded after the row's
+  // loads, ptxas sank each slot's parameter load to just before its first
+  // use, so per-row fp8's statistics walk paid one L2 round trip of the
+  // weight per slot after x had arrived, and plain and fused rows one
+  // (a fused add's h stores also sat between; the compiler may not hoist
+  // loads above stores that could alias). docs/performance.md, change 89.
+  using Prefetch = HeldPrefetch<Problem, VECS, WHOLE, PARTS, PREFETCH>;
+  constexpr bool kEarly = Prefetch::kOn;
+  typename Prefetch::Pre pre[VECS];
+  if constexpr (kEarly) {
+    Prefetch::load(p, col_base, lane, team, pre);
+    __syncwarp();
+  }
   RawSlot<S, VEC> v[VECS];
   if (WHOLE && !active) {
     // Whole loads ignore n, and an input may store as it loads (AddResidual
@@ -155,8 +196,8 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
     load_input<typename Problem::Input, VECS, VEC, WHOLE, kShiftsStores<Problem>>(p, r, col_base, n, 0, lane, team, true,
                                                                                 v);
   }
-  normalize_held_part<Problem, VECS, WHOLE, Reducer, PARTS, TAP_ROW_MAX, PREFETCH>(p, row, active, col_base, cols,
-                                                                                   first_part, lane, team, reducer, v);
+  normalize_held_part<Problem, VECS, WHOLE, Reducer, PARTS, TAP_ROW_MAX, PREFETCH>(
+      p, row, active, col_base, cols, first_part, lane, team, reducer, v, -1, kEarly ? pre : nullptr);
 }
 
 /// What the checked (not WHOLE) forms of the register kernels whose slots
