@@ -100,7 +100,7 @@ NORMKIT_DEVICE void normalize_held_part(
   // statistics, where the epilogue offers it (HeldPrefetch), rather than in
   // the output walk after them (small batches: change 66); by the caller
   // before the row's loads where it passes them as `early`
-  // (normalize_register_part, for inputs that store as they load).
+  // (normalize_register_part: change 89).
   using Prefetch = HeldPrefetch<Problem, VECS, WHOLE, PARTS, PREFETCH>;
   using Pre = typename Prefetch::Pre;
   Pre pre[VECS];  // NoPrefetch: empty, unused (the epilogue loads its parameters)
@@ -172,15 +172,19 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   using S = typename Problem::Storage;
   const int64_t r = active ? row : 0;
   const int64_t n = active ? cols : 0;
-  // Prefetched parameters (PREFETCH) are loaded here, before the row, and a
-  // warp barrier (a NOP in SASS) keeps them there: loaded after the row's
-  // loads, ptxas sank each slot's parameter load to just before its first
-  // use, so per-row fp8's statistics walk paid one L2 round trip of the
-  // weight per slot after x had arrived, and plain and fused rows one
-  // (a fused add's h stores also sat between; the compiler may not hoist
-  // loads above stores that could alias). docs/performance.md, change 89.
+  // For outputs that need the row maximum (per-row quantization), whose
+  // statistics walk reads the epilogue's parameters, prefetched parameters
+  // (PREFETCH) are loaded here, before the row, and a warp barrier (a NOP
+  // in SASS) keeps them there: loaded after the row's loads, ptxas sank
+  // each slot's parameter load to just before its first use, so that walk
+  // paid one L2 round trip of the weight per slot after x had arrived
+  // (small batches of per-row fp8 and int8 15-16% faster with this). Rows
+  // that read the parameters only after their reductions measured 1-7%
+  // slower with it, and keep them after the row's loads, where ptxas issues
+  // them after the sum of squares, behind the block reduction
+  // (docs/performance.md, changes 88 and 89).
   using Prefetch = HeldPrefetch<Problem, VECS, WHOLE, PARTS, PREFETCH>;
-  constexpr bool kEarly = Prefetch::kOn;
+  constexpr bool kEarly = Prefetch::kOn && Problem::Output::kNeedsRowAbsMax;
   typename Prefetch::Pre pre[VECS];
   if constexpr (kEarly) {
     Prefetch::load(p, col_base, lane, team, pre);
