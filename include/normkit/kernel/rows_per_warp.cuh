@@ -178,7 +178,7 @@ NORMKIT_DEVICE void normalize_register_part(const typename Problem::Params& p, i
   // in SASS) keeps them there: loaded after the row's loads, ptxas sank
   // each slot's parameter load to just before its first use, so that walk
   // paid one L2 round trip of the weight per slot after x had arrived
-  // (small batches of per-row fp8 and int8 15-16% faster with this). Rows
+  // (small batches of per-row fp8 and int8 13-16% faster with this). Rows
   // that read the parameters only after their reductions measured 1-7%
   // slower with it, and keep them after the row's loads, where ptxas issues
   // them after the sum of squares, behind the block reduction
