@@ -1,7 +1,7 @@
 // Unit tests of each building block on the GPU, each used on its own in a
 // small test kernel: RowLoader, WarpAllReduce, BlockAllReduce (both
 // algorithms), the paired reducers, ClusterAllReduce, the statistics
-// policies and the epilogues.
+// policies, the epilogues and the packed slot adds.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -1076,6 +1076,87 @@ TEST(Epilogues, AddendFormsRoundOnce) {
   check_addend_forms<float, 8>();
   check_addend_forms<normkit::bfloat16, 8>();
   check_addend_forms<normkit::half, 8>();
+}
+
+// --------------------------------------------------------- packed slot adds
+// detail::add_slots (a fused add's h = x + residual where both are of one
+// 16-bit type) adds two elements an instruction, rounding the exact sum once;
+// the library's claim is that this is, bit for bit, the fp32 path (both
+// converted to fp32, added, the fp32 sum rounded to nearest even). Every pair
+// of values of each type is checked, NaNs, infinities, signed zeros and
+// subnormals included: block a takes value a, thread lanes the values b, and
+// each slot adds (a, b) + (b, a), so both halves of the packed word see both
+// orders. The reference is CUDA's own conversions and an fp32 add.
+template <class T>
+NORMKIT_DEVICE T fp32_path_sum(T a, T b) {
+  if constexpr (std::is_same_v<T, normkit::bfloat16>) {
+    return __float2bfloat16_rn(__fadd_rn(__bfloat162float(a), __bfloat162float(b)));
+  } else {
+    return __float2half_rn(__fadd_rn(__half2float(a), __half2float(b)));
+  }
+}
+
+template <class T>
+NORMKIT_DEVICE bool is_nan_bits(uint16_t h) {
+  return std::is_same_v<T, normkit::bfloat16> ? (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0
+                                              : (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+}
+
+// counts: [0] pairs checked, [1] results that differ and are not both NaN,
+// [2] both NaN with different bits; first: the first pair of [1] (a << 16 | b).
+template <class T>
+__global__ void slot_add_pairs_kernel(unsigned long long* counts, unsigned* first) {
+  const uint16_t a = static_cast<uint16_t>(blockIdx.x);
+  unsigned long long checked = 0, wrong = 0, nan_bits = 0;
+  for (unsigned b = threadIdx.x; b < 65536u; b += blockDim.x) {
+    normkit::Slot<T, 2> x, y;
+    const uint16_t xb[2] = {a, static_cast<uint16_t>(b)}, yb[2] = {static_cast<uint16_t>(b), a};
+    memcpy(x.v, xb, 4);
+    memcpy(y.v, yb, 4);
+    const normkit::Slot<T, 2> got = normkit::detail::add_slots(x, y);
+    uint16_t g[2];
+    memcpy(g, got.v, 4);
+    for (int i = 0; i < 2; ++i) {
+      const T want_t = fp32_path_sum(x.v[i], y.v[i]);
+      uint16_t want;
+      memcpy(&want, &want_t, 2);
+      ++checked;
+      if (g[i] == want) continue;
+      if (is_nan_bits<T>(g[i]) && is_nan_bits<T>(want)) {
+        ++nan_bits;
+      } else if (wrong++ == 0) {
+        atomicMin(first, (unsigned{xb[i]} << 16) | yb[i]);
+      }
+    }
+  }
+  atomicAdd(&counts[0], checked);
+  if (wrong) atomicAdd(&counts[1], wrong);
+  if (nan_bits) atomicAdd(&counts[2], nan_bits);
+}
+
+template <class T>
+void check_slot_add_pairs(const char* name) {
+  DeviceBuffer counts(3 * sizeof(unsigned long long)), first(sizeof(unsigned));
+  ASSERT_EQ(cudaMemset(counts.data(), 0, 3 * sizeof(unsigned long long)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(first.data(), 0xFF, sizeof(unsigned)), cudaSuccess);
+  slot_add_pairs_kernel<T><<<65536, 256>>>(reinterpret_cast<unsigned long long*>(counts.data()),
+                                          reinterpret_cast<unsigned*>(first.data()));
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  unsigned long long c[3];
+  unsigned f;
+  ASSERT_EQ(cudaMemcpy(c, counts.data(), sizeof(c), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&f, first.data(), sizeof(f), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(c[0], 2ull << 32) << name << ": not every pair was checked";
+  EXPECT_EQ(c[1], 0ull) << name << ": first differing pair a = 0x" << std::hex << (f >> 16) << ", b = 0x"
+                        << (f & 0xffffu);
+  EXPECT_EQ(c[2], 0ull) << name << ": NaN sums whose bits differ from the fp32 path's";
+}
+
+TEST(SlotAdd, PackedSumsAreTheFp32PathsBitsForEveryPair) {
+  NK_REQUIRE_GPU();
+  check_slot_add_pairs<normkit::bfloat16>("bf16");
+  check_slot_add_pairs<normkit::half>("half");
 }
 
 // ------------------------------------------------------------- int8 packing
