@@ -1113,7 +1113,7 @@ __global__ void slot_add_pairs_kernel(unsigned long long* counts, unsigned* firs
     const uint16_t xb[2] = {a, static_cast<uint16_t>(b)}, yb[2] = {static_cast<uint16_t>(b), a};
     memcpy(x.v, xb, 4);
     memcpy(y.v, yb, 4);
-    const normkit::Slot<T, 2> got = normkit::detail::add_slots(x, y);
+    const normkit::Slot<T, 2> got = normkit::detail::add_slots<true>(x, y);
     uint16_t g[2];
     memcpy(g, got.v, 4);
     for (int i = 0; i < 2; ++i) {

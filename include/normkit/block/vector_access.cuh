@@ -208,42 +208,42 @@ NORMKIT_DEVICE RawSlot<T, VEC> float_to_slot(const float (&v)[VEC]) {
   return r;
 }
 
-/// The slot a + b of T, each element's fp32 sum rounded to T (nearest even):
-/// what converting both to fp32, adding and rounding gives. For 16-bit types
-/// (device code; bf16 from sm_80) two elements an instruction (add.rn.bf16x2,
-/// or an fma by 1 before sm_90; add.rn.f16x2), with the same bits: the sum of
-/// two values of a 16-bit type is exact in fp32 wherever its rounding to that
-/// type could depend on it (exponents at most 15 (bf16) or 12 (half) apart;
-/// further apart the smaller value is under a quarter of the larger's unit in
-/// the last place, and both ways round to the larger), so rounding the exact
-/// sum once is rounding the fp32 sum (test_gpu_blocks checks every pair of
-/// values of both types). 0.5 instructions an element where the fp32 path
-/// takes 3.5 (two conversions, an add, half a packing conversion): a fused
-/// add's h (input::AddResidual).
-template <class T, int VEC>
-NORMKIT_DEVICE RawSlot<T, VEC> add_slots(const RawSlot<T, VEC>& a, const RawSlot<T, VEC>& b) {
+/// The slot x + r in R, each element's fp32 sum rounded to R (nearest even):
+/// what converting both to fp32, adding and rounding gives. Where x and r are
+/// of one 16-bit type and PACKED (device code; bf16 from sm_80), two elements
+/// an instruction (add.rn.bf16x2, or an fma by 1 before sm_90; add.rn.f16x2)
+/// with the same bits: the sum of two values of a 16-bit type is exact in
+/// fp32 wherever its rounding to that type could depend on it (exponents at
+/// most 15 (bf16) or 12 (half) apart; further apart the smaller value is
+/// under a quarter of the larger's unit in the last place, and both ways
+/// round to the larger), so rounding the exact sum once is rounding the fp32
+/// sum (test_gpu_blocks checks every pair of values of both types). 0.5
+/// instructions an element where the fp32 path takes 3.5 (two conversions,
+/// an add, half a packing conversion): a fused add's h (input::AddResidual).
+template <bool PACKED, class X, class R, int VEC>
+NORMKIT_DEVICE RawSlot<R, VEC> add_slots(const RawSlot<X, VEC>& x, const RawSlot<R, VEC>& r) {
 #if defined(__CUDA_ARCH__)
-  constexpr bool kPacked = VEC % 2 == 0 && (std::is_same_v<T, half> ||
-                                            (std::is_same_v<T, bfloat16> && __CUDA_ARCH__ >= 800));
+  constexpr bool kPacked = PACKED && std::is_same_v<X, R> && VEC % 2 == 0 &&
+                           (std::is_same_v<R, half> || (std::is_same_v<R, bfloat16> && __CUDA_ARCH__ >= 800));
 #else
   constexpr bool kPacked = false;
 #endif
   if constexpr (kPacked) {
-    using Pair = std::conditional_t<std::is_same_v<T, half>, __half2, __nv_bfloat162>;
-    RawSlot<T, VEC> r;
-    const Pair* pa = reinterpret_cast<const Pair*>(a.v);
-    const Pair* pb = reinterpret_cast<const Pair*>(b.v);
-    Pair* pr = reinterpret_cast<Pair*>(r.v);
+    using Pair = std::conditional_t<std::is_same_v<R, half>, __half2, __nv_bfloat162>;
+    RawSlot<R, VEC> h;
+    const Pair* px = reinterpret_cast<const Pair*>(x.v);
+    const Pair* pr = reinterpret_cast<const Pair*>(r.v);
+    Pair* ph = reinterpret_cast<Pair*>(h.v);
 #pragma unroll
-    for (int i = 0; i < VEC / 2; ++i) pr[i] = __hadd2_rn(pa[i], pb[i]);
-    return r;
+    for (int i = 0; i < VEC / 2; ++i) ph[i] = __hadd2_rn(px[i], pr[i]);
+    return h;
   } else {
-    float x[VEC], y[VEC];
-    slot_to_float(a, x);
-    slot_to_float(b, y);
+    float a[VEC], b[VEC];
+    slot_to_float(x, a);
+    slot_to_float(r, b);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) x[i] += y[i];
-    return float_to_slot<T, VEC>(x);
+    for (int i = 0; i < VEC; ++i) a[i] += b[i];
+    return float_to_slot<R, VEC>(a);
   }
 }
 

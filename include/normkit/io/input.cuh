@@ -140,20 +140,11 @@ struct AddResidual {
     RowLoader<R, VEC>::template load_raw<K, WHOLE>(rp, n, first_slot, lane, team, q.residual_access, v);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      // Padding stays 0 + 0 = 0. WHOLE slots of one 16-bit type add packed
-      // (add_slots: the same bits); the checked forms keep the fp32 path,
-      // with which ptxas spills less there (row_cluster_registers' checked
-      // fused-add kernel: 808 bytes against 1512).
-      if constexpr (std::is_same_v<X, R> && WHOLE) {
-        v[k] = detail::add_slots(xs[k], v[k]);
-      } else {
-        float h[VEC], r[VEC];
-        detail::slot_to_float(xs[k], h);
-        detail::slot_to_float(v[k], r);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) h[i] += r[i];
-        v[k] = detail::float_to_slot<R, VEC>(h);
-      }
+      // Padding stays 0 + 0 = 0. Packed in the WHOLE forms only (the same
+      // bits): in the checked forms ptxas spilled more with it
+      // (row_cluster_registers' checked fused-add kernel: 1512 bytes against
+      // 808), so they compile as before.
+      v[k] = detail::add_slots<WHOLE>(xs[k], v[k]);
       if constexpr (SHIFT && !WHOLE) {
         // Slot by slot: all K slots' shifted stores at once spilled (4218
         // bytes in the 8-slot kernel).
