@@ -83,7 +83,10 @@ run_gtest() {  # tool binary totals_file [shard shards]
   passed=$(grep -c '^\[       OK \]' "$log")
   failed=$(grep -c '^\[  FAILED  \].*ms)' "$log")
   skipped=$(grep -c '^\[  SKIPPED \].*ms)' "$log")
-  errors=$(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$log" | grep -o '[0-9]*' || true)
+  # memcheck, initcheck, synccheck: "ERROR SUMMARY: N errors"; racecheck:
+  # "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+  errors=$(grep -m1 -o 'ERROR SUMMARY: [0-9]* error\|RACECHECK SUMMARY: .*([0-9]* error' "$log" |
+    grep -o '[0-9]* error' | grep -o '[0-9]*' || true)
   echo "$name $passed $failed $skipped $rc $((SECONDS - start)) ${errors:-na}" >>"$totals"
 }
 export -f run_gtest
