@@ -53,5 +53,6 @@ def print_table(title, names, values, cell_of, difference):
             row += f"{cell:>22s}"
         print(row)
 
+
 if __name__ == "__main__":
     main()
