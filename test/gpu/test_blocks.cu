@@ -1103,10 +1103,13 @@ NORMKIT_DEVICE bool is_nan_bits(uint16_t h) {
 }
 
 // counts: [0] pairs checked, [1] results that differ and are not both NaN,
-// [2] both NaN with different bits; first: the first pair of [1] (a << 16 | b).
+// [2] both NaN with different bits, [3] 1 if this kernel's add_slots took the
+// packed path (else the check would compare the fp32 path with itself);
+// first: the first pair of [1] (a << 16 | b).
 template <class T>
 __global__ void slot_add_pairs_kernel(unsigned long long* counts, unsigned* first) {
   const uint16_t a = static_cast<uint16_t>(blockIdx.x);
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[3] = normkit::detail::add_slots_packed<true, T, T, 2>() ? 1 : 0;
   unsigned long long checked = 0, wrong = 0, nan_bits = 0;
   for (unsigned b = threadIdx.x; b < 65536u; b += blockDim.x) {
     normkit::Slot<T, 2> x, y;
@@ -1136,17 +1139,18 @@ __global__ void slot_add_pairs_kernel(unsigned long long* counts, unsigned* firs
 
 template <class T>
 void check_slot_add_pairs(const char* name) {
-  DeviceBuffer counts(3 * sizeof(unsigned long long)), first(sizeof(unsigned));
-  ASSERT_EQ(cudaMemset(counts.data(), 0, 3 * sizeof(unsigned long long)), cudaSuccess);
+  DeviceBuffer counts(4 * sizeof(unsigned long long)), first(sizeof(unsigned));
+  ASSERT_EQ(cudaMemset(counts.data(), 0, 4 * sizeof(unsigned long long)), cudaSuccess);
   ASSERT_EQ(cudaMemset(first.data(), 0xFF, sizeof(unsigned)), cudaSuccess);
   slot_add_pairs_kernel<T><<<65536, 256>>>(reinterpret_cast<unsigned long long*>(counts.data()),
                                           reinterpret_cast<unsigned*>(first.data()));
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  unsigned long long c[3];
+  unsigned long long c[4];
   unsigned f;
   ASSERT_EQ(cudaMemcpy(c, counts.data(), sizeof(c), cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(&f, first.data(), sizeof(f), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(c[3], 1ull) << name << ": add_slots<true> took the fp32 path here, so nothing was compared";
   EXPECT_EQ(c[0], 2ull << 32) << name << ": not every pair was checked";
   EXPECT_EQ(c[1], 0ull) << name << ": first differing pair a = 0x" << std::hex << (f >> 16) << ", b = 0x"
                         << (f & 0xffffu);

@@ -208,6 +208,20 @@ NORMKIT_DEVICE RawSlot<T, VEC> float_to_slot(const float (&v)[VEC]) {
   return r;
 }
 
+/// Whether add_slots<PACKED, X, R, VEC> (below) takes its packed path in this
+/// compilation: device code, x and r of one 16-bit type, bf16 from sm_80.
+/// test_gpu_blocks asserts it, so that its bitwise check of every pair cannot
+/// pass by comparing the fp32 path with itself.
+template <bool PACKED, class X, class R, int VEC>
+NORMKIT_HOST_DEVICE constexpr bool add_slots_packed() {
+#if defined(__CUDA_ARCH__)
+  return PACKED && std::is_same_v<X, R> && VEC % 2 == 0 &&
+         (std::is_same_v<R, half> || (std::is_same_v<R, bfloat16> && __CUDA_ARCH__ >= 800));
+#else
+  return false;
+#endif
+}
+
 /// The slot x + r in R, each element's fp32 sum rounded to R (nearest even):
 /// what converting both to fp32, adding and rounding gives. Where x and r are
 /// of one 16-bit type and PACKED (device code; bf16 from sm_80), two elements
@@ -222,12 +236,7 @@ NORMKIT_DEVICE RawSlot<T, VEC> float_to_slot(const float (&v)[VEC]) {
 /// an add, half a packing conversion): a fused add's h (input::AddResidual).
 template <bool PACKED, class X, class R, int VEC>
 NORMKIT_DEVICE RawSlot<R, VEC> add_slots(const RawSlot<X, VEC>& x, const RawSlot<R, VEC>& r) {
-#if defined(__CUDA_ARCH__)
-  constexpr bool kPacked = PACKED && std::is_same_v<X, R> && VEC % 2 == 0 &&
-                           (std::is_same_v<R, half> || (std::is_same_v<R, bfloat16> && __CUDA_ARCH__ >= 800));
-#else
-  constexpr bool kPacked = false;
-#endif
+  constexpr bool kPacked = add_slots_packed<PACKED, X, R, VEC>();
   if constexpr (kPacked) {
     using Pair = std::conditional_t<std::is_same_v<R, half>, __half2, __nv_bfloat162>;
     RawSlot<R, VEC> h;
