@@ -121,11 +121,17 @@ if [ ${#tools[@]} -gt 0 ]; then
   export DEADLINE=$(( $(date +%s) + ${STAGE_LIMIT:-420} ))
   for tool in "${tools[@]}"; do : >"$LOGS/totals_$tool.txt"; done
   # The binaries with the most GPU work run as gtest shards, so that the slow
-  # sanitizers (racecheck) finish in parallel.
-  for tool in "${tools[@]}"; do
+  # sanitizers (racecheck) finish in parallel; under racecheck the two heaviest
+  # take twice the shards (8 shards of test_gpu_shapes took 210-275 s each
+  # there, against SANITIZE_TIMEOUT's 300: device runs 212 and 214), and the
+  # racecheck runs are queued first, so that the longest jobs start first
+  # instead of waiting behind the quick ones for a free slot.
+  jobs_of() {  # tool
+    local tool=$1 b shards i
     for b in $gpu_tests; do
       case "$(basename "$b")" in
-        test_gpu_shapes | test_gpu_dtypes) shards=${SHARDS:-8} ;;
+        test_gpu_shapes | test_gpu_dtypes)
+          shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-16}" || echo "${SHARDS:-8}") ;;
         # Under racecheck test_gpu_large keeps one test (the other is skipped
         # above), so a second shard would run none and the sanitizer would
         # report that as an error (device run 33).
@@ -136,7 +142,12 @@ if [ ${#tools[@]} -gt 0 ]; then
       for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done
     done
     [ "$tool" = plain ] && for b in $host_only_tests; do echo "$tool $b 0 1"; done
-  done | xargs -P "${SANITIZE_JOBS:-16}" -L 1 bash -c 'run_gtest "$0" "$1" "$LOGS/totals_$0.txt" "$2" "$3"'
+  }
+  {
+    for tool in "${tools[@]}"; do [ "$tool" = racecheck ] && jobs_of "$tool"; done
+    for tool in "${tools[@]}"; do [ "$tool" != racecheck ] && jobs_of "$tool"; done
+    true
+  } | xargs -P "${SANITIZE_JOBS:-16}" -L 1 bash -c 'run_gtest "$0" "$1" "$LOGS/totals_$0.txt" "$2" "$3"'
   for tool in "${tools[@]}"; do
     label=$([ "$tool" = plain ] && echo "tests" || echo "compute-sanitizer $tool")
     note "$(summarize "$label" "$LOGS/totals_$tool.txt")"
