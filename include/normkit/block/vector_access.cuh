@@ -236,8 +236,7 @@ NORMKIT_HOST_DEVICE constexpr bool add_slots_packed() {
 /// an add, half a packing conversion): a fused add's h (input::AddResidual).
 template <bool PACKED, class X, class R, int VEC>
 NORMKIT_DEVICE RawSlot<R, VEC> add_slots(const RawSlot<X, VEC>& x, const RawSlot<R, VEC>& r) {
-  constexpr bool kPacked = add_slots_packed<PACKED, X, R, VEC>();
-  if constexpr (kPacked) {
+  if constexpr (add_slots_packed<PACKED, X, R, VEC>()) {
     using Pair = std::conditional_t<std::is_same_v<R, half>, __half2, __nv_bfloat162>;
     RawSlot<R, VEC> h;
     const Pair* px = reinterpret_cast<const Pair*>(x.v);
