@@ -18,6 +18,8 @@
 #include <normkit/epilogue/hooks.cuh>
 #include <normkit/kernel/problem.cuh>
 #include <normkit/kernel/row_per_block.cuh>
+#include <normkit/kernel/row_ring.cuh>
+#include <normkit/io/quantize.cuh>
 #include <normkit/kernel/row_views.cuh>
 #include <normkit/stats/mean_square.cuh>
 #include <normkit/stats/two_pass.cuh>
@@ -839,6 +841,37 @@ static_assert(!normkit::detail::HasPrefetch<ScaleTwice, 8>::value, "inherited ho
 static_assert(!normkit::detail::HasPrefetch<
               normkit::detail::CachedEpilogue<normkit::epilogue::Scale<float>, ParamCaching::kKeepInL1>, 8>::value);
 
+// The held form (hold_whole, apply_held: the ring holds the weight's slots
+// for every row, kernel/row_ring.cuh), through HeldEpilogue, which the ring
+// runs: Scale's, with its addend form; not Affine's, nor a derived type's.
+using normkit::detail::HasHeld;
+using normkit::detail::HeldEpilogue;
+static_assert(HasHeld<normkit::epilogue::Scale<normkit::bfloat16>, 8>::value);
+static_assert(HasHeld<normkit::epilogue::Scale<float, true, true>, 4>::value);
+static_assert(!HasHeld<normkit::epilogue::Affine<normkit::bfloat16>, 8>::value, "Affine has no held form");
+static_assert(!HasHeld<ScaleTwice, 8>::value, "inherited hooks are not offered");
+static_assert(normkit::detail::HasPrefetch<HeldEpilogue<normkit::epilogue::Scale<float>>, 8>::value);
+static_assert(normkit::detail::TakesAddend<HeldEpilogue<normkit::epilogue::Scale<normkit::bfloat16>>, 8>::value);
+// Which problems the ring runs (kernel::kRingsRows): RMSNorm with per-row
+// scales whose held weight slot is 16 bytes; not an fp32 weight of a bf16
+// row (32 bytes a slot: the ring kernel spilled), not LayerNorm (Affine
+// holds nothing), not a static scale (no row maximum).
+template <class W, class Stats, class Epi, class Out>
+using QuantProblem = normkit::Problem<normkit::bfloat16, Stats, Epi, normkit::input::Plain<normkit::bfloat16>, Out>;
+using DynamicFp8 = normkit::output::QuantDynamicRow<normkit::float8_e4m3>;
+static_assert(normkit::kernel::kRingsRows<
+              QuantProblem<void, normkit::stats::MeanSquare, normkit::epilogue::Scale<normkit::bfloat16>, DynamicFp8>>);
+static_assert(normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::MeanSquare,
+                                                       normkit::epilogue::Scale<normkit::bfloat16>,
+                                                       normkit::output::QuantDynamicRow<int8_t>>>);
+static_assert(!normkit::kernel::kRingsRows<
+              QuantProblem<void, normkit::stats::MeanSquare, normkit::epilogue::Scale<float>, DynamicFp8>>);
+static_assert(!normkit::kernel::kRingsRows<
+              QuantProblem<void, normkit::stats::TwoPass, normkit::epilogue::Affine<normkit::bfloat16>, DynamicFp8>>);
+static_assert(!normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::MeanSquare,
+                                                        normkit::epilogue::Scale<normkit::bfloat16>,
+                                                        normkit::output::QuantStatic<normkit::float8_e4m3>>>);
+
 template <class Epi, int VEC>
 __global__ void prefetched_and_whole_kernel(typename Epi::Params p, int64_t col0, const float* in, float* out) {
   float whole[VEC], prefetched[VEC];
@@ -898,6 +931,15 @@ void check_prefetched_params() {
           "Scale (1 + w), no w", col0);
     check([&] { prefetched_and_whole_kernel<Scale<W, false, true>, VEC><<<1, 1>>>({pw}, col0, in, out); },
           "Scale, read-only loads", col0);
+    // The held form (a null weight's slot read as ones, or zeros under 1 + w).
+    check([&] { prefetched_and_whole_kernel<HeldEpilogue<Scale<W>>, VEC><<<1, 1>>>({pw}, col0, in, out); },
+          "Scale held", col0);
+    check([&] { prefetched_and_whole_kernel<HeldEpilogue<Scale<W>>, VEC><<<1, 1>>>({nullptr}, col0, in, out); },
+          "Scale held, no w", col0);
+    check([&] { prefetched_and_whole_kernel<HeldEpilogue<Scale<W, true>>, VEC><<<1, 1>>>({pw}, col0, in, out); },
+          "Scale (1 + w) held", col0);
+    check([&] { prefetched_and_whole_kernel<HeldEpilogue<Scale<W, true>>, VEC><<<1, 1>>>({nullptr}, col0, in, out); },
+          "Scale (1 + w) held, no w", col0);
     check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({pw, pb}, col0, in, out); }, "Affine", col0);
     check([&] { prefetched_and_whole_kernel<Affine<W>, VEC><<<1, 1>>>({nullptr, pb}, col0, in, out); },
           "Affine, no w", col0);
@@ -1045,6 +1087,8 @@ void check_addend_forms() {
   };
   using normkit::epilogue::Scale;
   using Cached = normkit::detail::CachedEpilogue<Scale<W>, ParamCaching::kKeepInL1>;
+  using Held = HeldEpilogue<Scale<W>>;
+  using HeldOffset = HeldEpilogue<Scale<W, true>>;
   constexpr ParamCaching kNone = ParamCaching::kDefault, kL1 = ParamCaching::kKeepInL1;
   for (int64_t col0 : {int64_t{0}, int64_t{VEC}, int64_t{5 * VEC}}) {
     for (const W* wp : {pw, static_cast<const W*>(nullptr)}) {
@@ -1065,6 +1109,10 @@ void check_addend_forms() {
             "(1 + w) apply_whole, kept in L1", col0, has, true);
       check([&] { addend_epilogue_kernel<Scale<W, true>, VEC, true, kNone, true><<<1, 1>>>(wp, col0, c, in, out); },
             "(1 + w) apply_prefetched", col0, has, true);
+      check([&] { addend_epilogue_kernel<Held, VEC, true, kNone, true><<<1, 1>>>(wp, col0, c, in, out); },
+            "apply_held", col0, has, false);
+      check([&] { addend_epilogue_kernel<HeldOffset, VEC, true, kNone, true><<<1, 1>>>(wp, col0, c, in, out); },
+            "(1 + w) apply_held", col0, has, true);
     }
   }
   EXPECT_GT(told_apart, 0) << "no element where the forms would differ: the data do not test the fma";

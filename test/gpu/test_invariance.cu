@@ -217,21 +217,25 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       };
       EXPECT_EQ(in_place(x_io.data(), r_io.data()), in_place(x_io.data() + 2, r_io.data() + 2))
           << "add+" << name << " in place N=" << n;
+      // Quantized also without a weight (a scale of 1, which the ring and
+      // the 8-slot kernels read from a slot of ones instead of branching).
       for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
-        auto quant = [&](const void* xp, const void*) {
-          nktest::QuantCall c;
-          c.op = op;
-          c.q_type = q;
-          c.x = xp;
-          c.y = y.data();
-          c.weight = w.data();
-          c.row_scales = reinterpret_cast<float*>(scales.data());
-          c.rows = rows;
-          c.cols = n;
-          return nktest::launch_quant(c);
-        };
-        EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
-            << nktest::qtype_name(q) << " " << name << " N=" << n;
+        for (bool weighted : {true, false}) {
+          auto quant = [&](const void* xp, const void*) {
+            nktest::QuantCall c;
+            c.op = op;
+            c.q_type = q;
+            c.x = xp;
+            c.y = y.data();
+            c.weight = weighted ? w.data() : nullptr;
+            c.row_scales = reinterpret_cast<float*>(scales.data());
+            c.rows = rows;
+            c.cols = n;
+            return nktest::launch_quant(c);
+          };
+          EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
+              << nktest::qtype_name(q) << " " << name << " N=" << n << (weighted ? "" : ", no weight");
+        }
       }
     }
   }

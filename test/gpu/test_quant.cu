@@ -279,7 +279,10 @@ TEST(Quant, WideAndClusterRegisterRows) {
 // 4 of 1024 (262144: 33), fp32 x in 2 of 1024 (65536), with 2-3 rows a
 // cluster and a last round that leaves clusters idle; x strided (still
 // slot-aligned), no weight, and the plan that ran checked to be the rolled
-// one.
+// one. Those of 1024-thread CTAs run through the ring instead
+// (kernel/row_ring.cuh, kRingsRows: 14 chunks, 8 a row, so 2-3 rows a
+// cluster wrap it), which the plan that ran records as its shared memory
+// (none where the rows run the checked loop: misaligned, checked too).
 TEST(Quant, RolledRowsManyPerCluster) {
   NK_REQUIRE_GPU();
   struct Case {
@@ -308,6 +311,15 @@ TEST(Quant, RolledRowsManyPerCluster) {
       check_quant(c);
       EXPECT_EQ(ran.shape, Shape::kRowInClusterRegisters) << "N=" << k.cols;
       EXPECT_EQ(ran.threads, k.threads) << "N=" << k.cols;
+      const size_t ring = k.threads == normkit::kernel::kRingTeam ? normkit::kernel::ring_smem_bytes(k.threads) : 0;
+      EXPECT_EQ(ran.smem_bytes, ring) << "N=" << k.cols;
+      if (ring > 0 && k.cols == 131072 && !nktest::quick_mode()) {
+        QuantCase misaligned = c;
+        misaligned.rows = 3;
+        misaligned.x_shift = 1;
+        check_quant(misaligned);
+        EXPECT_EQ(ran.smem_bytes, 0u) << "misaligned rows run the checked loop, without the ring";
+      }
     }
   }
 }

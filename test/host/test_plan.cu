@@ -499,6 +499,41 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(normkit::shape_name(Shape::kRowInClusterRegisters), std::string("row_in_cluster_registers"));
 }
 
+// Rows run through a ring in shared memory (kernel::kRingsRows: per-row
+// quantization in CTAs of 1024 threads, kernel/row_ring.cuh): the plan gives
+// them the ring's shared memory, only at kRingTeam threads and where the
+// device has that much to opt into; the launcher runs the ring only with it.
+TEST(Plan, RingedRowsTakeTheirRingWhereItFits) {
+  auto ringed = [](RowFormat f) {
+    f = quant_row(f);
+    f.rings_rows = true;
+    return f;
+  };
+  const size_t ring = normkit::kernel::ring_smem_bytes(1024);
+  EXPECT_EQ(ring, 16u * 1024 * 14 + 16u * 14);
+  EXPECT_LE(ring + normkit::detail::kChunkedStaticSmem, 232448u) << "the ring must fit sm_90's 227 KiB with the reducer";
+  const std::pair<RowFormat, int> at_1024[] = {{bf16_row(131072), 2}, {bf16_row(262144), 4}, {f32_row(65536), 2}};
+  for (const auto& [f, cluster] : at_1024) {
+    const LaunchPlan p = plan_of(ringed(f), h200());
+    EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters) << f.cols;
+    EXPECT_EQ(p.cluster, cluster) << f.cols;
+    EXPECT_EQ(p.threads, 1024) << f.cols;
+    EXPECT_EQ(p.smem_bytes, ring) << f.cols;
+    EXPECT_EQ(plan_of(quant_row(f), h200()).smem_bytes, 0u) << f.cols << ": not ringed, no ring";
+  }
+  // bf16 65536: two CTAs of 512 threads an SM (the rolled loop), no ring.
+  const LaunchPlan half = plan_of(ringed(bf16_row(65536)), h200());
+  EXPECT_EQ(half.threads, 512);
+  EXPECT_EQ(half.smem_bytes, 0u);
+  // A device with less shared memory: the same plan without the ring.
+  DeviceCaps small = h200();
+  small.max_smem_per_block_optin = 99 * 1024;
+  const LaunchPlan plain = plan_of(ringed(bf16_row(131072)), small);
+  EXPECT_EQ(plain.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(plain.threads, 1024);
+  EXPECT_EQ(plain.smem_bytes, 0u);
+}
+
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(1025), h200(), Shape::kRowsPerWarp, &p), Status::kErrorUnsupportedShape);

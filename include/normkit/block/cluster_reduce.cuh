@@ -63,11 +63,8 @@ class ClusterAllReduce {
     rank_ = cooperative_groups::this_cluster().block_rank();
     if (size_ > 1) {
       if (threadIdx.x == 0) {
-        for (int p = 0; p < 2; ++p) {
-          asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(detail::smem_address(&storage_.arrived[p]))
-                       : "memory");
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int p = 0; p < 2; ++p) detail::mbarrier_init(&storage_.arrived[p], 1);
+        detail::fence_mbarrier_init();
       }
       cooperative_groups::this_cluster().sync();
     }
@@ -97,9 +94,7 @@ class ClusterAllReduce {
         memcpy(words, &v, sizeof(T));
         const uint32_t slot = detail::smem_address(storage_.partials[phase][rank_]);
         // This CTA expects one slot from every rank, then sends its own.
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(arrived),
-                     "r"(static_cast<uint32_t>(size_ * kSlotBytes))
-                     : "memory");
+        detail::mbarrier_arrive_expect_tx(&storage_.arrived[phase], static_cast<uint32_t>(size_ * kSlotBytes));
 #pragma unroll 1
         for (unsigned r = 0; r < size_; ++r) {
           asm volatile(
@@ -109,6 +104,9 @@ class ClusterAllReduce {
               : "memory");
         }
       }
+      // The loop here rather than in the asm (detail::mbarrier_wait_parity):
+      // every cluster kernel was measured with this form, and the ring, which
+      // needed the other, waits once a slot rather than once a row.
       uint32_t done = 0;
       do {
         asm volatile(

@@ -34,7 +34,18 @@
 // derived from an epilogue with these hooks inherits them, but its inherited
 // PrefetchOwner names the base, so it runs without them (its apply_whole may
 // differ) unless it redeclares PrefetchOwner (and the hooks, if needed).
-// Optionally, each of apply, apply_whole and apply_prefetched with a trailing
+// Optionally, with those, their form for kernels that hold a slot's
+// parameters in registers for every row they run (the ring:
+// kernel/row_ring.cuh):
+//   template <int VEC> static __device__ Prefetched<VEC> hold_whole(
+//       const Params&, int64_t col0);
+//   template <int VEC> static __device__ void apply_held(const Params&,
+//       const Prefetched<VEC>&, float (&v)[VEC]);
+// with apply_prefetched's values, and no branch on what the parameters are
+// (Scale reads a null weight's slot as ones: a branch on null held over every
+// row made ptxas keep two copies of the row's walks, and spill;
+// detail::HasHeld).
+// Optionally, each of apply, apply_whole, apply_prefetched and apply_held with a trailing
 // `float addend`: apply(v) + addend rounded once (Scale: fmaf(v, w, addend)).
 // Outputs that round by adding a constant (int8 with per-row scales) then
 // round in the epilogue's own fma instead of after it: one instruction an
@@ -235,6 +246,29 @@ struct Scale {
     } else {
       detail::slot_to_float(pre.w, w);
     }
+    scale_add(w, v, addend);
+  }
+
+  /// The weight's slot held for every row (the ring): a null weight's slot
+  /// is read from fill_param_slot (1, or 0 with WEIGHT_OFFSET: v * 1 either
+  /// way), so apply_held takes no branch.
+  template <int VEC>
+  static NORMKIT_DEVICE Prefetched<VEC> hold_whole(const Params& p, int64_t col0) {
+    Prefetched<VEC> pre;
+    const W* src = p.weight != nullptr ? p.weight + col0 : detail::fill_param_slot<W, WEIGHT_OFFSET>();
+    detail::load_slot_raw<16, W, VEC>(src, pre.w);
+    return pre;
+  }
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_held(const Params&, const Prefetched<VEC>& pre, float (&v)[VEC]) {
+    float w[VEC];
+    detail::slot_to_float(pre.w, w);
+    scale(w, v);
+  }
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_held(const Params&, const Prefetched<VEC>& pre, float (&v)[VEC], float addend) {
+    float w[VEC];
+    detail::slot_to_float(pre.w, w);
     scale_add(w, v, addend);
   }
 

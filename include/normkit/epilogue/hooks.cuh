@@ -3,6 +3,7 @@
 // that a caller's epilogue without them still works: apply is called instead.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -152,6 +153,61 @@ struct TakesAddend
     : std::bool_constant<HasAddendApply<E, VEC>::value &&
                          (!HasWholeSlots<E, VEC>::value || HasAddendWhole<E, VEC>::value) &&
                          (!HasPrefetch<E, VEC>::value || HasAddendPrefetched<E, VEC>::value)> {};
+
+/// Whether E offers its prefetched parameters' held form (hold_whole,
+/// apply_held: epilogue/affine.cuh), for kernels that hold them for every
+/// row (the ring). Like HasPrefetch, only E itself (PrefetchOwner).
+template <class E, int VEC, class = void>
+struct HasHeld : std::false_type {};
+template <class E, int VEC>
+struct HasHeld<E, VEC,
+               std::void_t<decltype(E::template hold_whole<VEC>(std::declval<const typename E::Params&>(), int64_t{})),
+                           decltype(E::template apply_held<VEC>(
+                               std::declval<const typename E::Params&>(),
+                               std::declval<const typename E::template Prefetched<VEC>&>(),
+                               std::declval<float (&)[VEC]>()))>>
+    : std::bool_constant<HasPrefetch<E, VEC>::value> {};
+
+/// Bytes of one slot of E's held parameters (its Prefetched<VEC>), 0 where
+/// E has no held form.
+template <class E, int VEC, bool = HasHeld<E, VEC>::value>
+struct HeldSlotBytes : std::integral_constant<size_t, 0> {};
+template <class E, int VEC>
+struct HeldSlotBytes<E, VEC, true> : std::integral_constant<size_t, sizeof(typename E::template Prefetched<VEC>)> {};
+
+/// E with its held form as its prefetching hooks (HasHeld), so that the row
+/// code every kernel shares (epilogue_on_slot) applies held slots; its
+/// PrefetchOwner is itself.
+template <class E>
+struct HeldEpilogue : E {
+  using PrefetchOwner = HeldEpilogue;
+  template <int VEC>
+  static NORMKIT_DEVICE typename E::template Prefetched<VEC> prefetch_whole(const typename E::Params& p,
+                                                                            int64_t col0) {
+    return E::template hold_whole<VEC>(p, col0);
+  }
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_prefetched(const typename E::Params& p,
+                                              const typename E::template Prefetched<VEC>& pre, float (&v)[VEC]) {
+    E::template apply_held<VEC>(p, pre, v);
+  }
+  /// The addend form, where E has one.
+  template <int VEC, class Base = E,
+            class = decltype(Base::template apply_held<VEC>(std::declval<const typename E::Params&>(),
+                                                            std::declval<const typename E::template Prefetched<VEC>&>(),
+                                                            std::declval<float (&)[VEC]>(), 0.f))>
+  static NORMKIT_DEVICE void apply_prefetched(const typename E::Params& p,
+                                              const typename E::template Prefetched<VEC>& pre, float (&v)[VEC],
+                                              float addend) {
+    E::template apply_held<VEC>(p, pre, v, addend);
+  }
+};
+
+/// Problem with its epilogue's held form (HeldEpilogue): the same Params.
+template <class Problem>
+struct WithHeldParams : Problem {
+  using Epilogue = HeldEpilogue<typename Problem::Epilogue>;
+};
 
 /// E's Prefetched<VEC> where USE, NoPrefetch otherwise.
 template <class E, int VEC, bool USE>

@@ -15,7 +15,10 @@
 //
 // Plain rows (kRelaysRows) are relayed: each CTA parks its part in shared
 // memory once the statistics' walk has read it, and loads its part of the
-// next row while this one reduces and is written (row_relay.cuh).
+// next row while this one reduces and is written (row_relay.cuh). Rows
+// quantized with per-row scales in CTAs of 1024 threads (kRingsRows) flow
+// through a ring of chunks in shared memory, filled by the copy engine
+// (row_ring.cuh); in CTAs of 512 they roll (kRollsRows).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,7 @@
 #include "../config.cuh"
 #include "../epilogue/hooks.cuh"
 #include "row_relay.cuh"
+#include "row_ring.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -47,7 +51,10 @@ inline constexpr int kClusterRegistersMaxThreads = 1024;
 /// measured slower with it (plain RMSNorm bf16 131072 -5, LayerNorm fp32
 /// 65536 -13.5: the output walk's parameter loads queue behind the next
 /// row's), so per-row-quantized LayerNorm (Affine: weight and bias from L2;
-/// its rolled kernel also spilled 100 bytes) keeps the plain loop.
+/// its rolled kernel also spilled 100 bytes) keeps the plain loop. Since
+/// change 92 those rows in CTAs of kRingTeam threads run through a ring in
+/// shared memory instead, where kRingsRows admits them and the plan gave the
+/// ring (row_ring.cuh); the rolled loop runs the rest (512-thread CTAs).
 template <class Problem>
 inline constexpr bool kRollsRows =
     Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax &&
@@ -62,7 +69,9 @@ inline constexpr bool kRollsRows =
 /// base plus an immediate offset: at blockDim.x the addresses of the next
 /// row's slots cost 14% more instructions a row (per-row fp8, SASS), with it
 /// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop.
-template <class Problem, int VECS, bool WHOLE, int TEAM = 0>
+/// RING: the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam), launched
+/// with ring_smem_bytes of dynamic shared memory (row_ring.cuh).
+template <class Problem, int VECS, bool WHOLE, int TEAM = 0, bool RING = false>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
   using Reducer = ClusterAllReduce<BlockAllReduce<kClusterRegistersMaxThreads>>;
@@ -88,6 +97,14 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
                                              reducer.rank() == 0, reducer,
                                              reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
                                                  relay_bytes));
+  } else if constexpr (RING) {
+    static_assert(kRingsRows<Problem> && WHOLE && TEAM == kRingTeam,
+                  "normkit: the ring runs kRingsRows problems, WHOLE, in CTAs of kRingTeam threads");
+    // The CTA's part flows through a ring of chunks in shared memory
+    // (ring_smem_bytes(TEAM), launched as dynamic shared memory; row_ring.cuh).
+    extern __shared__ __align__(16) unsigned char ring_bytes[];
+    detail::ring_rows<Problem, VECS, TEAM>(p, blockIdx.x / csize, gridDim.x / csize, col_base, reducer.rank() == 0,
+                                           reducer, ring_bytes);
   } else if constexpr (kRollsRows<Problem> && WHOLE && TEAM > 0) {
     // Each row's output walk loads the next row's part into the registers it
     // frees (normalize_held_part's ROLL).

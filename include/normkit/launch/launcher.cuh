@@ -133,6 +133,7 @@ struct Launcher {
     f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     f.relays_rows = kernel::kRelaysRows<Problem>;
+    f.rings_rows = kernel::kRingsRows<Problem>;
     f.plain_input = Problem::Input::kIsPlainCopy;
     return f;
   }
@@ -292,7 +293,19 @@ struct Launcher {
         if (p.whole_access && plan.threads == 1024) fn = &kernel::row_cluster_registers<Problem, V, true, 1024>;
         if (p.whole_access && plan.threads == 512) fn = &kernel::row_cluster_registers<Problem, V, true, 512>;
       }
-      // The plan sized the relay's shared memory (relay_smem_bytes) for rows kRelaysRows admits.
+      if constexpr (kernel::kRingsRows<Problem>) {
+        // Ringed rows (kernel::kRingsRows) where the plan gave them their
+        // ring (devices with the shared memory for it); the rest roll, or
+        // run the checked loop, without it.
+        if constexpr (!kCheckedOnly) {
+          if (p.whole_access && plan.threads == kernel::kRingTeam &&
+              plan.smem_bytes == kernel::ring_smem_bytes(kernel::kRingTeam)) {
+            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kernel::kRingTeam, true>, p,
+                                   plan, plan.smem_bytes, device, caps, stream);
+          }
+        }
+        return launch_resident(fn, p, plan, 0, device, caps, stream);
+      }
       return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream);
     }
   }
@@ -357,6 +370,11 @@ struct Launcher {
     p.whole_access = whole_access(p);
     lp.paired = run_paired(p, lp, caps, opts);
     lp.roomy = run_roomy(p, lp, caps);
+    // Rows that would ring (the plan gave the ring's shared memory) but are
+    // not slot-aligned run the checked loop, without it: what ran says so.
+    if (kernel::kRingsRows<Problem> && !p.whole_access && lp.shape == Shape::kRowInClusterRegisters) {
+      lp.smem_bytes = 0;
+    }
     if constexpr (kMayShiftStores) {
       if (!p.whole_access && (p.y_access < 16 || p.input.residual_out_access < 16)) {
         s = Launcher<WithShiftedStores<Problem>>::dispatch(p, lp, device, caps, stream);

@@ -74,6 +74,9 @@ struct RowFormat {
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
   bool folds_each_part = false;  ///< the statistics fold through fold_slots (kFoldsEachPart)
   bool relays_rows = false;  ///< row_cluster_registers relays these rows (kernel::kRelaysRows)
+  /// row_cluster_registers runs these rows through a ring in shared memory
+  /// in CTAs of kernel::kRingTeam threads (kernel::kRingsRows).
+  bool rings_rows = false;
   /// The row is x's bytes (Input::kIsPlainCopy); false for a fused add,
   /// whose input stores h as it loads x and the residual.
   bool plain_input = true;
@@ -377,9 +380,15 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       // Relayed rows park each CTA's part in shared memory: where it does
       // not fit (devices with less to opt into than sm_90's 227 KiB), a
       // larger cluster, whose CTAs hold less, or no such plan.
-      const size_t smem =
-          f.relays_rows ? kernel::relay_smem_bytes(static_cast<int>(threads), PlanTuning::kWideVecs) : 0;
+      size_t smem = f.relays_rows ? kernel::relay_smem_bytes(static_cast<int>(threads), PlanTuning::kWideVecs) : 0;
       if (smem > 0 && smem + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) continue;
+      // Ringed rows take their ring where the device has the shared memory
+      // for it (sm_90's 227 KiB); elsewhere the plain loop, with none.
+      const size_t ring = kernel::ring_smem_bytes(kernel::kRingTeam);
+      if (f.rings_rows && threads == kernel::kRingTeam &&
+          ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
+        smem = ring;
+      }
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
       p->threads = static_cast<int>(threads);
