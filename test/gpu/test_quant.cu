@@ -280,7 +280,7 @@ TEST(Quant, WideAndClusterRegisterRows) {
 // cluster and a last round that leaves clusters idle; x strided (still
 // slot-aligned), no weight, and the plan that ran checked to be the rolled
 // one. Those of 1024-thread CTAs run through the ring instead
-// (kernel/row_ring.cuh, kRingsRows: 14 chunks, 8 a row, so 2-3 rows a
+// (kernel/row_ring.cuh, kRingsRows: 7 chunks, 4 a row, so 2-3 rows a
 // cluster wrap it), which the plan that ran records as its shared memory
 // (none where the rows run the checked loop: misaligned, checked too).
 TEST(Quant, RolledRowsManyPerCluster) {

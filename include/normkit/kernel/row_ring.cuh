@@ -1,22 +1,23 @@
 // normkit/kernel/row_ring.cuh: row_cluster_registers' loop for rows quantized
 // with per-row scales (kRingsRows). Each CTA's part of its rows flows through
-// a ring of chunks in shared memory instead of the registers: chunk k of a
-// row is slot k of every thread (16 bytes x TEAM, one contiguous run of x),
-// copied by the copy engine (cp.async.bulk, completing on the chunk's "full"
-// mbarrier) as soon as the output walk has freed the chunk it replaces (its
-// "empty" mbarrier, one arrival a warp). The ring holds more than a row's
-// part, so the next row's first chunks are in flight while this row's
-// statistics are walked and reduced and while it is written: the SM's loads
-// no longer stop at each row's reduction, which waits for the slowest CTA of
-// the cluster. The registers the row held hold the weight's slots instead,
-// loaded once (the held form of the epilogue's hooks): a CTA's part is the
-// same columns for every row it runs, and the weight needs no L1, which the
-// ring takes. Measured against the rolled loop (docs/performance.md, change
-// 92): per-row fp8 bf16 N = 131072 91.0% -> 91.8% of the copy, 262144 88.5%
-// -> 89.7%; int8 90.0% -> 91.6%, 87.8% -> 88.9%. Not more, because these
-// rows are then close to bound by issue (ncu: 0.70 instructions a cycle a
-// scheduler, the ring's mbarrier waits and ring arithmetic 11% more
-// instructions than the rolled loop).
+// a ring of chunks in shared memory instead of the registers: chunk q of a
+// row is slots 2q and 2q + 1 of every thread (32 bytes x TEAM, one contiguous
+// run of x), copied by the copy engine (cp.async.bulk, completing on the
+// chunk's "full" mbarrier) as soon as the output walk has freed the chunk it
+// replaces (its "empty" mbarrier, one arrival a warp). The ring holds more
+// than a row's part, so the next row's first chunks are in flight while this
+// row's statistics are walked and reduced and while it is written: the SM's
+// loads no longer stop at each row's reduction, which waits for the slowest
+// CTA of the cluster. The registers the row held hold the weight's slots
+// instead, loaded once (the held form of the epilogue's hooks): a CTA's part
+// is the same columns for every row it runs, and the weight needs no L1,
+// which the ring takes. Measured against the rolled loop (docs/performance.md,
+// changes 92 and 93): per-row fp8 bf16 N = 131072 and 262144 about 2 points
+// faster (run 226: 93.7% and 91.2% of the copy), int8 2-3. These rows are
+// then close to bound by issue (ncu: 0.70 instructions a cycle a scheduler
+// with chunks of one slot, whose waits, arrivals and ring arithmetic cost 11%
+// more instructions than the rolled loop; chunks of two halved them, +1 to
+// +1.7 points).
 //
 // The bits are those of the register loop: the same values (apply_prefetched
 // gives apply_whole's), the statistics' walk over the same slots in the same
@@ -42,15 +43,19 @@ namespace kernel {
 /// measured 4 points slower ringed (change 92) and keep the rolled loop.
 inline constexpr int kRingTeam = 1024;
 
-/// Chunks in the ring (16 bytes a thread each, 16 KiB at 1024 threads): as
+/// Slots of every thread in a chunk of the ring (32 bytes a thread, 32 KiB
+/// at 1024 threads): two rather than one halves the mbarrier waits,
+/// arrivals, copies and ring arithmetic a row (change 93: +1 to +1.7 points).
+inline constexpr int kRingChunkSlots = 2;
+/// Chunks in the ring: 14 slots of every thread (224 KiB at 1024 threads), as
 /// many as fit in sm_90's 227 KiB of shared memory with the kernel's reducer
-/// and the ring's mbarriers.
-inline constexpr int kRingChunks = 14;
+/// and the ring's mbarriers; 1.75 rows' parts of 8 slots.
+inline constexpr int kRingChunks = 14 / kRingChunkSlots;
 
 /// Dynamic shared memory of a ring of a CTA of `threads` threads (its chunks
 /// and two mbarriers a chunk).
 NORMKIT_HOST_DEVICE constexpr size_t ring_smem_bytes(int threads) {
-  return size_t{16} * threads * kRingChunks + size_t{16} * kRingChunks;
+  return size_t{16} * threads * kRingChunks * kRingChunkSlots + size_t{16} * kRingChunks;
 }
 
 /// Whether row_cluster_registers runs these rows through a ring: rows that
@@ -98,19 +103,20 @@ struct RingView {
   static constexpr bool kResident = true;
   static constexpr bool kWhole = true;
   static constexpr int R = kernel::kRingChunks;
-  const RawSlot<S, VEC>* mine;  ///< this thread's slot of ring slot j at mine[j * TEAM]
-  uint64_t* full;               ///< full[j]: ring slot j's chunk has landed
+  const RawSlot<S, VEC>* mine;  ///< this thread's slot s of ring chunk j at mine[(j * G + s) * TEAM]
+  uint64_t* full;               ///< full[j]: ring chunk j has landed
   RingPlace<R> place;
   float shift = 0.f;
 
+  static constexpr int G = kernel::kRingChunkSlots;
   template <class F>
   NORMKIT_DEVICE void for_each_indexed_slot(F&& f) const {
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
-      const uint32_t j = place.slot(k);
-      mbarrier_wait_parity(full + j, place.parity(k));
+      const uint32_t j = place.slot(k / G);
+      if (k % G == 0) mbarrier_wait_parity(full + j, place.parity(k / G));
       float v[VEC];
-      slot_to_float(mine[j * TEAM], v);
+      slot_to_float(mine[(j * G + k % G) * TEAM], v);
       f(v, VEC, k);
     }
   }
@@ -157,10 +163,13 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   static_assert(kernel::kRingsRows<Problem>, "normkit: ring_rows runs only the problems kRingsRows admits");
   constexpr int VEC = Problem::kVec;
   constexpr int R = kernel::kRingChunks;
-  static_assert(R > VECS, "normkit: a ring must hold more than one row's part (kernel::kRingChunks)");
   static_assert(TEAM == kernel::kRingTeam, "normkit: ring_smem_bytes sizes the ring for kRingTeam threads");
   static_assert(TEAM % 32 == 0, "normkit: a ring's CTA is whole warps (one arrival a warp frees a chunk)");
-  constexpr uint32_t kChunkBytes = 16u * TEAM;
+  constexpr int G = kernel::kRingChunkSlots;
+  constexpr int CPR = VECS / G;  // chunks a row
+  static_assert(VECS % G == 0, "normkit: a row's part is whole chunks");
+  static_assert(R > CPR, "normkit: a ring must hold more than one row's part (kernel::kRingChunks)");
+  constexpr uint32_t kChunkBytes = 16u * TEAM * G;
   using S = typename Problem::Storage;
   using Slot = RawSlot<S, VEC>;
   // The row code every kernel shares, with the epilogue's held form as its
@@ -176,7 +185,7 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   if (first >= p.rows) return;  // the launcher starts no more clusters than rows; a guard all the same
   // The CTA's chunks: VECS a row, in row order (at most 2^32: a CTA runs
   // fewer than 2^29 rows of at least 2^15 bytes).
-  const uint32_t chunks = static_cast<uint32_t>((p.rows - first + stride - 1) / stride) * VECS;
+  const uint32_t chunks = static_cast<uint32_t>((p.rows - first + stride - 1) / stride) * CPR;
   if (lane == 0) {
     for (int j = 0; j < R; ++j) {
       mbarrier_init(full + j, 1);
@@ -191,10 +200,10 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
     if (c >= chunks) return;
     const uint32_t j = c % R;
     if (c >= R) mbarrier_wait_parity(empty + j, (c / R - 1) & 1u);
-    const int64_t row = first + static_cast<int64_t>(c / VECS) * stride;
-    const S* src = p.x + row * p.x_stride + col_base + static_cast<int64_t>(c % VECS) * TEAM * VEC;
+    const int64_t row = first + static_cast<int64_t>(c / CPR) * stride;
+    const S* src = p.x + row * p.x_stride + col_base + static_cast<int64_t>(c % CPR) * G * TEAM * VEC;
     mbarrier_arrive_expect_tx(full + j, kChunkBytes);
-    bulk_copy_to_shared(ring + j * TEAM, src, kChunkBytes, full + j);
+    bulk_copy_to_shared(ring + j * G * TEAM, src, kChunkBytes, full + j);
   };
   if (lane == 0) {
     for (uint32_t c = 0; c < R; ++c) issue(c);
@@ -216,7 +225,7 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
                 "would see another shift than the other shapes' and give other bits");
   RingPlace<R> place;
   uint32_t c0 = 0;  // the row's first chunk in the CTA's sequence
-  for (int64_t row = first; row < p.rows; row += stride, c0 += VECS, place = place.advanced(VECS)) {
+  for (int64_t row = first; row < p.rows; row += stride, c0 += CPR, place = place.advanced(CPR)) {
     const View view{ring + lane, full, place};
     float m = 0.f;
     float amax = 0.f;
@@ -228,17 +237,20 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
     const float factor = output_factor<Work, View, Reducer>(p, row, amax, leader, st);
 #pragma unroll
     for (int k = 0; k < VECS; ++k) {
-      const uint32_t j = place.slot(k);
-      const Slot one[1] = {ring[j * TEAM + lane]};
+      const int q = k / G;
+      const uint32_t j = place.slot(q);
+      const Slot one[1] = {ring[(j * G + k % G) * TEAM + lane]};
       const Pre w = opaque_copy(pre[k]);
       store_slots<Work, 1, true, kFolds>(p, row, col_base, int64_t{TEAM} * VECS * VEC, k, lane, TEAM, st, factor,
                                             one, &w);
-      __syncwarp();
-      if ((lane & 31) == 0) mbarrier_arrive(empty + j);
-      // One chunk behind, so that thread 0 seldom waits for the slowest warp.
-      if (lane == 0 && k > 0) issue(c0 + k - 1 + R);
+      if (k % G == G - 1) {
+        __syncwarp();
+        if ((lane & 31) == 0) mbarrier_arrive(empty + j);
+        // One chunk behind, so that thread 0 seldom waits for the slowest warp.
+        if (lane == 0 && q > 0) issue(c0 + q - 1 + R);
+      }
     }
-    if (lane == 0) issue(c0 + VECS - 1 + R);
+    if (lane == 0) issue(c0 + CPR - 1 + R);
   }
 }
 
