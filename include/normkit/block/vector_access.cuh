@@ -49,17 +49,20 @@ struct alignas(slot_bytes<T, VEC>()) RawSlot {
   T v[VEC];
 };
 
-/// Hides a slot's raw words from the compiler (an empty asm that may have
-/// changed them), so that what a later walk derives from them is computed
-/// anew rather than kept live from an earlier walk: keeping the conversions
-/// of x from the statistics' walk for the output walk spilled the 8-slot
-/// kernels (docs/performance.md, change 67). No instruction.
-template <class T, int VEC>
-NORMKIT_DEVICE void hide_slot_words(RawSlot<T, VEC>& slot) {
-  static_assert(sizeof(RawSlot<T, VEC>) % 4 == 0, "normkit: hide_slot_words takes slots of whole 32-bit words");
-  uint32_t* w = reinterpret_cast<uint32_t*>(slot.v);
+/// Hides a slot's raw words (a RawSlot, or any register-held value of whole
+/// 32-bit words, such as an epilogue's held parameter slot) from the
+/// compiler (an empty asm that may have changed them), so that what a later
+/// walk derives from them is computed anew rather than kept live from an
+/// earlier walk: keeping the conversions of x from the statistics' walk for
+/// the output walk spilled the 8-slot kernels (docs/performance.md, change
+/// 67), and converting the ring's held weight once before its rows spilled
+/// it (change 92). No instruction.
+template <class Slot>
+NORMKIT_DEVICE void hide_slot_words(Slot& slot) {
+  static_assert(sizeof(Slot) % 4 == 0, "normkit: hide_slot_words takes slots of whole 32-bit words");
+  uint32_t* w = reinterpret_cast<uint32_t*>(&slot);
 #pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(RawSlot<T, VEC>) / 4); ++i) asm volatile("" : "+r"(w[i]));
+  for (int i = 0; i < static_cast<int>(sizeof(Slot) / 4); ++i) asm volatile("" : "+r"(w[i]));
 }
 
 /// Converts a slot to fp32. 16-bit types go a 32-bit word (two elements) at a

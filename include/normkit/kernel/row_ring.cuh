@@ -126,16 +126,14 @@ struct RingView {
   }
 };
 
-/// A copy of `held` the compiler cannot see through (no instruction): the
-/// weight's slots are loop-invariant, and without it ptxas converted all of
-/// them to fp32 once, before the rows, and spilled the 64 floats.
+/// A copy of a held weight slot the compiler cannot see through
+/// (hide_slot_words): the slots are loop-invariant, and without it ptxas
+/// converted all of them to fp32 once, before the rows, and spilled the 64
+/// floats.
 template <class T>
 NORMKIT_DEVICE T opaque_copy(const T& held) {
-  static_assert(sizeof(T) % 4 == 0, "normkit: opaque_copy takes whole 32-bit words");
   T copy = held;
-  uint32_t* w = reinterpret_cast<uint32_t*>(&copy);
-#pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) asm volatile("" : "+r"(w[i]));
+  hide_slot_words(copy);
   return copy;
 }
 
