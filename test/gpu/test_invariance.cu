@@ -455,6 +455,48 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
   }
 }
 
+// Plain 16-bit RMSNorm rows in row_cluster_registers' CTAs of 1024 threads
+// are prefetched (kernel/row_prefetch.cuh): a CTA reads the first slots of
+// each row from a ring the copy engine filled during its previous row (its
+// first row's before the loop), each lap of the ring flipping the
+// mbarriers' parity. Row `probe` of a batch of 150 rows of 131072 is a
+// cluster's second or third row (66 clusters of 2 on the H200); alone it is
+// a cluster's only row: the bits of y must not differ, bf16 and fp16; and
+// the plan that ran must be the prefetching one.
+TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
+  NK_REQUIRE_GPU();
+  constexpr int64_t n = 131072, batch = 150, probe = batch - 3, row_bytes = n * 2;
+  if (left_to_plain_run(n)) return;
+  const uint64_t seed = nktest::fresh_seed();
+  DeviceBuffer x(batch * row_bytes), y(batch * row_bytes), w(row_bytes);
+  fill_random(x, seed);  // bf16 in about [0.1, 6); read as fp16, in [1.5, 7]
+  fill_random(w, seed + 1);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    normkit::LaunchPlan ran;
+    auto plain = [&](int64_t first, int64_t rows) {
+      nktest::NormCall c;
+      c.op = Op::kRmsNorm;
+      c.x_type = c.y_type = c.w_type = t;
+      c.x = x.data() + first * row_bytes;
+      c.y = y.data() + first * row_bytes;
+      c.weight = w.data();
+      c.rows = rows;
+      c.cols = n;
+      c.launched = &ran;
+      return nktest::launch(c);
+    };
+    const auto alone = output_row(plain, y, row_bytes, probe, 1, probe);
+    ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << nktest::dtype_name(t);
+    ASSERT_EQ(ran.smem_bytes, normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam))
+        << nktest::dtype_name(t) << ": the prefetching loop";
+    for (auto [first, rows] : {std::pair<int64_t, int64_t>{0, batch}, {probe - 1, 3}, {1, batch - 1}}) {
+      EXPECT_EQ(output_row(plain, y, row_bytes, first, rows, probe), alone)
+          << "RMSNorm " << nktest::dtype_name(t) << ": row " << probe << " in a batch of " << rows << " starting at "
+          << first;
+    }
+  }
+}
+
 // Per-row fp8 and int8 rows in row_cluster_registers are rolled (change 78):
 // a cluster's first row is loaded before its loop, every later one by the
 // previous row's output walk. Row `probe` of the whole batch is a cluster's

@@ -134,6 +134,7 @@ struct Launcher {
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     f.relays_rows = kernel::kRelaysRows<Problem>;
     f.rings_rows = kernel::kRingsRows<Problem>;
+    f.prefetches_rows = kernel::kPrefetchesRows<Problem>;
     f.plain_input = Problem::Input::kIsPlainCopy;
     return f;
   }
@@ -306,6 +307,17 @@ struct Launcher {
         }
         return launch_resident(fn, p, plan, 0, device, caps, stream);
       }
+      if constexpr (kernel::kPrefetchesRows<Problem>) {
+        // Prefetched rows likewise, where the plan gave them their ring.
+        if constexpr (!kCheckedOnly) {
+          if (p.whole_access && plan.threads == kernel::kPrefetchTeam &&
+              plan.smem_bytes == kernel::prefetch_smem_bytes(kernel::kPrefetchTeam)) {
+            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kernel::kPrefetchTeam, true>, p,
+                                   plan, plan.smem_bytes, device, caps, stream);
+          }
+        }
+        return launch_resident(fn, p, plan, 0, device, caps, stream);
+      }
       return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream);
     }
   }
@@ -370,9 +382,11 @@ struct Launcher {
     p.whole_access = whole_access(p);
     lp.paired = run_paired(p, lp, caps, opts);
     lp.roomy = run_roomy(p, lp, caps);
-    // Rows that would ring (the plan gave the ring's shared memory) but are
-    // not slot-aligned run the checked loop, without it: what ran says so.
-    if (kernel::kRingsRows<Problem> && !p.whole_access && lp.shape == Shape::kRowInClusterRegisters) {
+    // Rows that would ring or prefetch (the plan gave the ring's shared
+    // memory) but are not slot-aligned run the checked loop, without it:
+    // what ran says so.
+    if ((kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) && !p.whole_access &&
+        lp.shape == Shape::kRowInClusterRegisters) {
       lp.smem_bytes = 0;
     }
     if constexpr (kMayShiftStores) {
