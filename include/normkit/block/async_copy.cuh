@@ -105,6 +105,18 @@ NORMKIT_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+/// Orders the shared-memory accesses this thread has seen complete (the
+/// reads of a buffer by the CTA's threads, released to it through an
+/// mbarrier it waited on) before the copy engine's writes it issues next:
+/// those go through the async proxy, which the mbarrier's ordering of the
+/// generic proxy does not cover by itself (PTX ISA, proxy fences). Call it
+/// between the wait for a buffer's readers and the copy that refills it.
+NORMKIT_DEVICE void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
 /// The copy engine copies `bytes` (a multiple of 16; both addresses 16-byte
 /// aligned) from global memory into this CTA's shared memory and completes
 /// them on `bar` (which must expect them: mbarrier_arrive_expect_tx).

@@ -12,12 +12,15 @@
 // bimodal), the copies do not queue in the warps' own loads ahead of the
 // output walk's weight loads. The rest of the row loads as before.
 //
-// The ring is small on purpose (change 94): it takes L1's capacity, which
-// holds the weight that every row reads again (a part of 128 KiB at bf16 N
-// = 131072). RMSNorm bf16 and fp16 N = 131072: 89% of the copy -> 92.4% and
-// 92.5% with 2 slots (32 KiB), bimodal with 4, 10 points lower with all 8.
-// Fused-add rows (whose weight is kept in L1) lost with any ring (-0.6 to
-// -20 points), so they keep the plain loop.
+// The ring is small on purpose (docs/performance.md, change 94): it
+// shrinks L1, which holds the weight every row reads again (a part of 128
+// KiB at bf16 N = 131072). RMSNorm bf16 and fp16 N = 131072 in clusters of
+// 2: 87.6-89.2% of the copy -> 90.3-92.5% with 2 slots (1 slot the same;
+// 3 level, 4 bimodal, all 8 10 points slower). Fused-add rows (whose weight
+// is kept in L1 by hint) lost with any ring (-0.1 to -20 points), so they
+// keep the plain loop, as do rows whose statistics walk them after a
+// reduction (LayerNorm) and clusters of more than 2 CTAs (the plan), none
+// of which were measured with it.
 //
 // The bits are those of the plain loop: the same values in the same
 // registers, then the same normalize_held_part.
@@ -25,11 +28,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/async_copy.cuh"
 #include "../config.cuh"
 #include "../io/input.cuh"
-#include "row_relay.cuh"
+#include "../stats/row_stats.cuh"
+#include "reduction_hook.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -51,12 +56,15 @@ NORMKIT_HOST_DEVICE constexpr size_t prefetch_smem_bytes(int threads) {
 /// Whether row_cluster_registers prefetches this problem's rows: rows that
 /// are x's bytes as they are (the copy engine moves them; a fused add lost
 /// with any ring, above), of a 16-bit type (4-byte rows relay: kRelaysRows),
-/// whose output needs no row maximum (per-row-quantized rows ring or roll:
-/// kRingsRows, kRollsRows), in 16-byte slots.
+/// whose statistics read them only before their first reduction (RMSNorm's
+/// MeanSquare: what was measured), and whose output needs no row maximum
+/// (per-row-quantized rows ring or roll: kRingsRows, kRollsRows), in 16-byte
+/// slots.
 template <class Problem>
 inline constexpr bool kPrefetchesRows =
-    Problem::Input::kIsPlainCopy && !Problem::Output::kNeedsRowAbsMax && sizeof(typename Problem::Storage) == 2 &&
-    !kRelaysRows<Problem> && sizeof(detail::RawSlot<typename Problem::Storage, Problem::kVec>) == 16;
+    Problem::Input::kIsPlainCopy && std::is_same_v<typename Problem::X, typename Problem::Storage> &&
+    sizeof(typename Problem::Storage) == 2 && stats::walks_before_reducing_v<typename Problem::Stats> &&
+    !Problem::Output::kNeedsRowAbsMax && sizeof(detail::RawSlot<typename Problem::Storage, Problem::kVec>) == 16;
 
 }  // namespace kernel
 
@@ -125,12 +133,13 @@ NORMKIT_DEVICE void prefetch_rows(const typename Problem::Params& p, int64_t fir
     __syncwarp();
     if ((lane & 31) == 0) mbarrier_arrive(empty);
     // Just before the row's first reduction, thread 0 starts the next row's
-    // copies once every warp has read the ring (by then most have: they
-    // walked the statistics after reading it).
+    // copies once every warp has read the ring (each arrives as soon as it
+    // has, before its own walk of the statistics).
     const int64_t next = row + stride;
     auto prefetch_next = [&]() {
       if (lane == 0 && next < p.rows) {
         mbarrier_wait_parity(empty, lap & 1u);
+        fence_proxy_async_shared();  // the warps' reads of the ring before the copy engine's writes
         issue(next);
       }
     };

@@ -18,6 +18,7 @@
 #include "../config.cuh"
 #include "../io/input.cuh"
 #include "../stats/row_stats.cuh"
+#include "reduction_hook.cuh"
 #include "row_output.cuh"
 #include "row_views.cuh"
 
@@ -46,25 +47,6 @@ inline constexpr size_t relay_smem_bytes(int threads, int vecs) { return size_t{
 }  // namespace kernel
 
 namespace detail {
-
-/// A reducer that runs `before_first` once, just before its first reduction
-/// (every thread of the CTA reaches that reduction, so every thread runs it).
-template <class Inner, class Hook>
-struct HookBeforeFirstReduction {
-  static constexpr bool kSpansCtas = Inner::kSpansCtas;
-  Inner& inner;
-  Hook& before_first;
-  bool fired;
-
-  template <class T, class Op>
-  NORMKIT_DEVICE T all_reduce(T v, Op op) {
-    if (!fired) {
-      fired = true;
-      before_first();
-    }
-    return inner.all_reduce(v, op);
-  }
-};
 
 /// Rows first, first + stride, ... of p, this CTA's part (columns col_base
 /// .. col_base + cols, VECS slots a thread, all valid: see

@@ -197,7 +197,10 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   auto issue = [&](uint32_t c) {
     if (c >= chunks) return;
     const uint32_t j = c % R;
-    if (c >= R) mbarrier_wait_parity(empty + j, (c / R - 1) & 1u);
+    if (c >= R) {
+      mbarrier_wait_parity(empty + j, (c / R - 1) & 1u);
+      fence_proxy_async_shared();  // the warps' reads of the chunk before the copy engine's writes
+    }
     const int64_t row = first + static_cast<int64_t>(c / CPR) * stride;
     const S* src = p.x + row * p.x_stride + col_base + static_cast<int64_t>(c % CPR) * G * TEAM * VEC;
     mbarrier_arrive_expect_tx(full + j, kChunkBytes);

@@ -393,9 +393,10 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
           ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
         smem = ring;
       }
-      // Prefetched rows likewise take their ring where it fits.
+      // Prefetched rows likewise take their ring where it fits, in clusters
+      // of 2 (what was measured: change 94).
       const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
-      if (f.prefetches_rows && threads == kernel::kPrefetchTeam &&
+      if (f.prefetches_rows && threads == kernel::kPrefetchTeam && c == 2 &&
           prefetch + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
         smem = prefetch;
       }
