@@ -294,26 +294,18 @@ struct Launcher {
         if (p.whole_access && plan.threads == 1024) fn = &kernel::row_cluster_registers<Problem, V, true, 1024>;
         if (p.whole_access && plan.threads == 512) fn = &kernel::row_cluster_registers<Problem, V, true, 512>;
       }
-      if constexpr (kernel::kRingsRows<Problem>) {
-        // Ringed rows (kernel::kRingsRows) where the plan gave them their
-        // ring (devices with the shared memory for it); the rest roll, or
-        // run the checked loop, without it.
+      if constexpr (kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) {
+        // Ringed rows (kernel::kRingsRows) and prefetched ones
+        // (kernel::kPrefetchesRows) run their ring where the plan gave them
+        // its shared memory (devices with it; prefetched rows in clusters of
+        // 2); the rest roll, or run the plain or checked loop, without it.
         if constexpr (!kCheckedOnly) {
-          if (p.whole_access && plan.threads == kernel::kRingTeam &&
-              plan.smem_bytes == kernel::ring_smem_bytes(kernel::kRingTeam)) {
-            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kernel::kRingTeam, true>, p,
-                                   plan, plan.smem_bytes, device, caps, stream);
-          }
-        }
-        return launch_resident(fn, p, plan, 0, device, caps, stream);
-      }
-      if constexpr (kernel::kPrefetchesRows<Problem>) {
-        // Prefetched rows likewise, where the plan gave them their ring.
-        if constexpr (!kCheckedOnly) {
-          if (p.whole_access && plan.threads == kernel::kPrefetchTeam &&
-              plan.smem_bytes == kernel::prefetch_smem_bytes(kernel::kPrefetchTeam)) {
-            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kernel::kPrefetchTeam, true>, p,
-                                   plan, plan.smem_bytes, device, caps, stream);
+          constexpr bool kRings = kernel::kRingsRows<Problem>;
+          constexpr int kTeam = kRings ? kernel::kRingTeam : kernel::kPrefetchTeam;
+          constexpr size_t kRing = kRings ? kernel::ring_smem_bytes(kTeam) : kernel::prefetch_smem_bytes(kTeam);
+          if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kRing) {
+            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, true>, p, plan,
+                                   plan.smem_bytes, device, caps, stream);
           }
         }
         return launch_resident(fn, p, plan, 0, device, caps, stream);
