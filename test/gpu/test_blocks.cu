@@ -871,6 +871,38 @@ static_assert(!normkit::kernel::kRingsRows<
 static_assert(!normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::MeanSquare,
                                                         normkit::epilogue::Scale<normkit::bfloat16>,
                                                         normkit::output::QuantStatic<normkit::float8_e4m3>>>);
+// Which problems row_cluster_registers prefetches (kernel::kPrefetchesRows):
+// plain 16-bit RMSNorm rows; not fp32 plain rows (relayed), not fused adds
+// (they lost with any ring), not LayerNorm (TwoPass walks the row after a
+// reduction), not rows that need their maximum (ringed or rolled); and no
+// problem both prefetches and rings, rolls or relays.
+template <class T, class Stats = normkit::stats::MeanSquare>
+using PlainProblem =
+    normkit::Problem<T, Stats, normkit::epilogue::Scale<T>, normkit::input::Plain<T>, normkit::output::Convert<T>>;
+using normkit::kernel::kPrefetchesRows;
+static_assert(kPrefetchesRows<PlainProblem<normkit::bfloat16>> && kPrefetchesRows<PlainProblem<normkit::half>>);
+static_assert(!kPrefetchesRows<PlainProblem<float>>, "fp32 plain rows relay (kRelaysRows)");
+static_assert(!kPrefetchesRows<normkit::Problem<normkit::bfloat16, normkit::stats::MeanSquare,
+                                                normkit::epilogue::Scale<normkit::bfloat16>,
+                                                normkit::input::AddResidual<normkit::bfloat16, normkit::bfloat16>,
+                                                normkit::output::Convert<normkit::bfloat16>>>,
+              "fused adds keep the plain loop");
+static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::MeanSquare,
+                                            normkit::epilogue::Scale<normkit::bfloat16>, DynamicFp8>>);
+static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::TwoPass,
+                                            normkit::epilogue::Affine<normkit::bfloat16>, DynamicFp8>>);
+static_assert(!kPrefetchesRows<PlainProblem<normkit::bfloat16, normkit::stats::TwoPass>>,
+              "TwoPass walks the row again after its first reduction");
+template <class P>
+constexpr bool kPrefetchesAlone = !kPrefetchesRows<P> || !(normkit::kernel::kRingsRows<P> ||
+                                                           normkit::kernel::kRollsRows<P> ||
+                                                           normkit::kernel::kRelaysRows<P>);
+static_assert(kPrefetchesAlone<PlainProblem<normkit::bfloat16>> && kPrefetchesAlone<PlainProblem<float>> &&
+              kPrefetchesAlone<QuantProblem<void, normkit::stats::MeanSquare,
+                                            normkit::epilogue::Scale<normkit::bfloat16>, DynamicFp8>> &&
+              kPrefetchesAlone<QuantProblem<void, normkit::stats::MeanSquare,
+                                            normkit::epilogue::Scale<normkit::bfloat16>,
+                                            normkit::output::QuantStatic<normkit::float8_e4m3>>>);
 
 template <class Epi, int VEC>
 __global__ void prefetched_and_whole_kernel(typename Epi::Params p, int64_t col0, const float* in, float* out) {

@@ -78,8 +78,11 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // current one reduces and is written from shared memory. Enough rows that
 // every cluster runs several (the resident grid strides over them: 66
 // clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
-// are the previous row's relay; aligned (WHOLE) and not. The bf16 rows,
-// not relayed, run the plain loop as many times (strided, in place too).
+// are the previous row's relay; aligned (WHOLE) and not. The 16-bit rows
+// are prefetched instead (kernel/row_prefetch.cuh: the first slots of each
+// row from a ring the copy engine filled during the previous row, each lap
+// flipping its mbarriers' parity), where aligned (strided, in place too);
+// misaligned, they run the checked plain loop.
 TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
   NK_REQUIRE_GPU();
   const bool quick = nktest::quick_mode();
@@ -96,6 +99,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 1, -1, false},
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
+      {DType::kF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false},
       {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
@@ -118,6 +122,11 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
     const nktest::CaseResult r = nktest::run_case(s);
     EXPECT_TRUE(r.ok()) << nktest::describe(s) << "\n  seed=" << r.seed << " " << r.first_failure;
     EXPECT_EQ(r.plan.shape, Shape::kRowInClusterRegisters) << nktest::describe(s);
+    if (c.t != DType::kF32 && c.shape == Shape::kAuto) {
+      const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+      EXPECT_EQ(r.plan.smem_bytes, c.x_misalign == 0 ? ring : 0u)
+          << nktest::describe(s) << ": aligned 16-bit rows prefetch, misaligned ones run the checked loop";
+    }
   }
 }
 

@@ -534,6 +534,47 @@ TEST(Plan, RingedRowsTakeTheirRingWhereItFits) {
   EXPECT_EQ(plain.smem_bytes, 0u);
 }
 
+// Rows prefetched through a ring (kernel::kPrefetchesRows: plain 16-bit
+// RMSNorm rows in CTAs of 1024 threads, kernel/row_prefetch.cuh): the plan
+// gives them the ring's shared memory (the first kPrefetchSlots slots of
+// every thread and an mbarrier a slot) at kPrefetchTeam threads in clusters of
+// 2 where the device has it; CTAs of 512 threads, larger clusters (not
+// measured with it) and rows that do not prefetch run without.
+TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
+  auto prefetched = [](RowFormat f) {
+    f.prefetches_rows = true;
+    return f;
+  };
+  using normkit::kernel::prefetch_smem_bytes;
+  EXPECT_EQ(normkit::kernel::kPrefetchSlots, 2);
+  EXPECT_EQ(prefetch_smem_bytes(1024), 16u * 1024 * 2 + 8u * 2);
+  const LaunchPlan p = plan_of(prefetched(bf16_row(131072)), h200());
+  EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(p.cluster, 2);
+  EXPECT_EQ(p.threads, 1024);
+  EXPECT_EQ(p.smem_bytes, prefetch_smem_bytes(1024));
+  EXPECT_EQ(plan_of(bf16_row(131072), h200()).smem_bytes, 0u) << "not prefetched, no ring";
+  // Forced into clusters of 4 CTAs of 1024 threads: no ring.
+  LaunchPlan four;
+  EXPECT_EQ(choose_plan(prefetched(bf16_row(262144)), h200(), Shape::kRowInClusterRegisters, &four),
+            Status::kSuccess);
+  EXPECT_EQ(four.cluster, 4);
+  EXPECT_EQ(four.threads, 1024);
+  EXPECT_EQ(four.smem_bytes, 0u);
+  // bf16 65536 forced: two CTAs of 512 threads an SM, no ring.
+  LaunchPlan half;
+  EXPECT_EQ(choose_plan(prefetched(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &half), Status::kSuccess);
+  EXPECT_EQ(half.threads, 512);
+  EXPECT_EQ(half.smem_bytes, 0u);
+  // A device with too little shared memory to opt into: the same plan without the ring.
+  DeviceCaps small = h200();
+  small.max_smem_per_block_optin = 16 * 1024;
+  const LaunchPlan bare = plan_of(prefetched(bf16_row(131072)), small);
+  EXPECT_EQ(bare.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(bare.threads, 1024);
+  EXPECT_EQ(bare.smem_bytes, 0u);
+}
+
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(1025), h200(), Shape::kRowsPerWarp, &p), Status::kErrorUnsupportedShape);

@@ -284,6 +284,7 @@ CaseResult run_case(const CaseSpec& s) {
   call.eps = s.eps;
   call.shape = s.shape;
   (void)plan(call, &res.plan);
+  call.launched = &res.plan;
   res.status = launch(call);
   if (res.status != normkit::Status::kSuccess) return res;
   check(cudaDeviceSynchronize(), "kernel execution");

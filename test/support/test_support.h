@@ -121,7 +121,7 @@ struct CaseResult {
   int64_t bad_stats = 0;      ///< mean/rstd outside tolerance
   int64_t clobbered = 0;      ///< bytes outside the outputs that changed (gaps, guards)
   std::string first_failure;  ///< description of the first failure
-  normkit::LaunchPlan plan;
+  normkit::LaunchPlan plan;  ///< the plan that ran (LaunchOptions::launched), else the planned one
   uint64_t seed = 0;
   bool ok() const { return status == normkit::Status::kSuccess && bad_y == 0 && bad_stats == 0 && clobbered == 0; }
 };

@@ -1,7 +1,8 @@
 // normkit/kernel/reduction_hook.cuh: a reducer that runs a hook once, just
 // before the row's first reduction: where a kernel's loop starts work for
 // the next row while this one reduces (row_relay.cuh parks the row and loads
-// the next).
+// the next; row_prefetch.cuh starts the copies of the next row's first
+// slots).
 #pragma once
 
 #include "../config.cuh"

@@ -18,7 +18,9 @@
 // next row while this one reduces and is written (row_relay.cuh). Rows
 // quantized with per-row scales in CTAs of 1024 threads (kRingsRows) flow
 // through a ring of chunks in shared memory, filled by the copy engine
-// (row_ring.cuh); in CTAs of 512 they roll (kRollsRows).
+// (row_ring.cuh); in CTAs of 512 they roll (kRollsRows). Plain 16-bit rows
+// in CTAs of 1024 threads read their first slots from a small ring the copy
+// engine filled during the previous row (kPrefetchesRows, row_prefetch.cuh).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,7 @@
 #include "../block/cluster_reduce.cuh"
 #include "../config.cuh"
 #include "../epilogue/hooks.cuh"
+#include "row_prefetch.cuh"
 #include "row_relay.cuh"
 #include "row_ring.cuh"
 #include "rows_per_warp.cuh"
@@ -70,7 +73,9 @@ inline constexpr bool kRollsRows =
 /// row's slots cost 14% more instructions a row (per-row fp8, SASS), with it
 /// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop.
 /// RING: the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam), launched
-/// with ring_smem_bytes of dynamic shared memory (row_ring.cuh).
+/// with ring_smem_bytes of dynamic shared memory (row_ring.cuh); for
+/// prefetched rows (kPrefetchesRows, WHOLE, TEAM == kPrefetchTeam) the
+/// prefetching loop, with prefetch_smem_bytes (row_prefetch.cuh).
 template <class Problem, int VECS, bool WHOLE, int TEAM = 0, bool RING = false>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
@@ -97,6 +102,15 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
                                              reducer.rank() == 0, reducer,
                                              reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
                                                  relay_bytes));
+  } else if constexpr (RING && kPrefetchesRows<Problem>) {
+    static_assert(WHOLE && TEAM == kPrefetchTeam,
+                  "normkit: rows are prefetched WHOLE, in CTAs of kPrefetchTeam threads");
+    // The first slots of the CTA's part of each row come from a ring the
+    // copy engine filled during the previous row (prefetch_smem_bytes,
+    // launched as dynamic shared memory; row_prefetch.cuh).
+    extern __shared__ __align__(16) unsigned char prefetch_bytes[];
+    detail::prefetch_rows<Problem, VECS, TEAM>(p, blockIdx.x / csize, gridDim.x / csize, col_base,
+                                               reducer.rank() == 0, reducer, prefetch_bytes);
   } else if constexpr (RING) {
     static_assert(kRingsRows<Problem> && WHOLE && TEAM == kRingTeam,
                   "normkit: the ring runs kRingsRows problems, WHOLE, in CTAs of kRingTeam threads");

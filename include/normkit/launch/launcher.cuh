@@ -134,6 +134,7 @@ struct Launcher {
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     f.relays_rows = kernel::kRelaysRows<Problem>;
     f.rings_rows = kernel::kRingsRows<Problem>;
+    f.prefetches_rows = kernel::kPrefetchesRows<Problem>;
     f.plain_input = Problem::Input::kIsPlainCopy;
     return f;
   }
@@ -293,15 +294,18 @@ struct Launcher {
         if (p.whole_access && plan.threads == 1024) fn = &kernel::row_cluster_registers<Problem, V, true, 1024>;
         if (p.whole_access && plan.threads == 512) fn = &kernel::row_cluster_registers<Problem, V, true, 512>;
       }
-      if constexpr (kernel::kRingsRows<Problem>) {
-        // Ringed rows (kernel::kRingsRows) where the plan gave them their
-        // ring (devices with the shared memory for it); the rest roll, or
-        // run the checked loop, without it.
+      if constexpr (kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) {
+        // Ringed rows (kernel::kRingsRows) and prefetched ones
+        // (kernel::kPrefetchesRows) run their ring where the plan gave them
+        // its shared memory (devices with it; prefetched rows in clusters of
+        // 2); the rest roll, or run the plain or checked loop, without it.
         if constexpr (!kCheckedOnly) {
-          if (p.whole_access && plan.threads == kernel::kRingTeam &&
-              plan.smem_bytes == kernel::ring_smem_bytes(kernel::kRingTeam)) {
-            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kernel::kRingTeam, true>, p,
-                                   plan, plan.smem_bytes, device, caps, stream);
+          constexpr bool kRings = kernel::kRingsRows<Problem>;
+          constexpr int kTeam = kRings ? kernel::kRingTeam : kernel::kPrefetchTeam;
+          constexpr size_t kRing = kRings ? kernel::ring_smem_bytes(kTeam) : kernel::prefetch_smem_bytes(kTeam);
+          if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kRing) {
+            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, true>, p, plan,
+                                   plan.smem_bytes, device, caps, stream);
           }
         }
         return launch_resident(fn, p, plan, 0, device, caps, stream);
@@ -370,9 +374,11 @@ struct Launcher {
     p.whole_access = whole_access(p);
     lp.paired = run_paired(p, lp, caps, opts);
     lp.roomy = run_roomy(p, lp, caps);
-    // Rows that would ring (the plan gave the ring's shared memory) but are
-    // not slot-aligned run the checked loop, without it: what ran says so.
-    if (kernel::kRingsRows<Problem> && !p.whole_access && lp.shape == Shape::kRowInClusterRegisters) {
+    // Rows that would ring or prefetch (the plan gave the ring's shared
+    // memory) but are not slot-aligned run the checked loop, without it:
+    // what ran says so.
+    if ((kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) && !p.whole_access &&
+        lp.shape == Shape::kRowInClusterRegisters) {
       lp.smem_bytes = 0;
     }
     if constexpr (kMayShiftStores) {

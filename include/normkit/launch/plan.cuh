@@ -77,6 +77,10 @@ struct RowFormat {
   /// row_cluster_registers runs these rows through a ring in shared memory
   /// in CTAs of kernel::kRingTeam threads (kernel::kRingsRows).
   bool rings_rows = false;
+  /// row_cluster_registers reads these rows' first slots from a ring the
+  /// copy engine fills, in CTAs of kernel::kPrefetchTeam threads
+  /// (kernel::kPrefetchesRows).
+  bool prefetches_rows = false;
   /// The row is x's bytes (Input::kIsPlainCopy); false for a fused add,
   /// whose input stores h as it loads x and the residual.
   bool plain_input = true;
@@ -388,6 +392,13 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       if (f.rings_rows && threads == kernel::kRingTeam &&
           ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
         smem = ring;
+      }
+      // Prefetched rows likewise take their ring where it fits, in clusters
+      // of 2 (what was measured: change 94).
+      const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
+      if (f.prefetches_rows && threads == kernel::kPrefetchTeam && c == 2 &&
+          prefetch + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
+        smem = prefetch;
       }
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
