@@ -79,7 +79,7 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // every cluster runs several (the resident grid strides over them: 66
 // clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
 // are the previous row's relay; aligned (WHOLE) and not. The 16-bit rows
-// are prefetched instead (kernel/row_prefetch.cuh: the first slots of each
+// (clusters of 2 and 4) are prefetched instead (kernel/row_prefetch.cuh: the first slots of each
 // row from a ring the copy engine filled during the previous row, each lap
 // flipping its mbarriers' parity), where aligned (strided, in place too);
 // misaligned, they run the checked plain loop.
@@ -100,6 +100,10 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false},
+      // Clusters of 4 (change 96): prefetched where aligned, in place too.
+      {DType::kBF16, 262144, quick ? 20 : 70, Shape::kAuto, 0, -1, false},
+      {DType::kF16, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, true},
+      {DType::kBF16, 262144, quick ? 20 : 40, Shape::kAuto, 1, -1, false},
       {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},

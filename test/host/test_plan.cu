@@ -538,8 +538,10 @@ TEST(Plan, RingedRowsTakeTheirRingWhereItFits) {
 // RMSNorm rows in CTAs of 1024 threads, kernel/row_prefetch.cuh): the plan
 // gives them the ring's shared memory (the first kPrefetchSlots slots of
 // every thread and an mbarrier a slot) at kPrefetchTeam threads in clusters of
-// 2 where the device has it; CTAs of 512 threads, larger clusters (not
-// measured with it) and rows that do not prefetch run without.
+// 2 and 4 where the device has it, and then prefers the cluster's registers
+// to staging in clusters of 4 as well (change 96); CTAs of 512 threads,
+// clusters of 8 (not measured with it) and rows that do not prefetch run
+// without.
 TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   auto prefetched = [](RowFormat f) {
     f.prefetches_rows = true;
@@ -554,13 +556,19 @@ TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   EXPECT_EQ(p.threads, 1024);
   EXPECT_EQ(p.smem_bytes, prefetch_smem_bytes(1024));
   EXPECT_EQ(plan_of(bf16_row(131072), h200()).smem_bytes, 0u) << "not prefetched, no ring";
-  // Forced into clusters of 4 CTAs of 1024 threads: no ring.
-  LaunchPlan four;
-  EXPECT_EQ(choose_plan(prefetched(bf16_row(262144)), h200(), Shape::kRowInClusterRegisters, &four),
-            Status::kSuccess);
+  // Clusters of 4 CTAs of 1024 threads: the ring too, and the automatic plan
+  // takes them over staging (which rows that do not prefetch keep).
+  const LaunchPlan four = plan_of(prefetched(bf16_row(262144)), h200());
+  EXPECT_EQ(four.shape, Shape::kRowInClusterRegisters);
   EXPECT_EQ(four.cluster, 4);
   EXPECT_EQ(four.threads, 1024);
-  EXPECT_EQ(four.smem_bytes, 0u);
+  EXPECT_EQ(four.smem_bytes, prefetch_smem_bytes(1024));
+  EXPECT_EQ(plan_of(bf16_row(262144), h200()).shape, Shape::kRowInCluster) << "not prefetched: staged";
+  // Clusters of 8 (past 512 KiB): the cluster's registers, no ring.
+  const LaunchPlan eight = plan_of(prefetched(bf16_row(524288)), h200());
+  EXPECT_EQ(eight.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(eight.cluster, 8);
+  EXPECT_EQ(eight.smem_bytes, 0u);
   // bf16 65536 forced: two CTAs of 512 threads an SM, no ring.
   LaunchPlan half;
   EXPECT_EQ(choose_plan(prefetched(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &half), Status::kSuccess);
@@ -573,6 +581,8 @@ TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   EXPECT_EQ(bare.shape, Shape::kRowInClusterRegisters);
   EXPECT_EQ(bare.threads, 1024);
   EXPECT_EQ(bare.smem_bytes, 0u);
+  // There, without the ring, clusters of 4 are not preferred to the chunked shapes.
+  EXPECT_NE(plan_of(prefetched(bf16_row(262144)), small).shape, Shape::kRowInClusterRegisters);
 }
 
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {

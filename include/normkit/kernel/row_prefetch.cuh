@@ -17,10 +17,13 @@
 // KiB at bf16 N = 131072). RMSNorm bf16 and fp16 N = 131072 in clusters of
 // 2: 87.6-89.2% of the copy -> 90.3-92.5% with 2 slots (1 slot the same;
 // 3 level, 4 bimodal, all 8 10 points slower). Fused-add rows (whose weight
-// is kept in L1 by hint) lost with any ring (-0.1 to -20 points), so they
-// keep the plain loop, as do rows whose statistics walk them after a
-// reduction (LayerNorm) and clusters of more than 2 CTAs (the plan), none
-// of which were measured with it.
+// is kept in L1 by hint) lost with any ring (-0.1 to -20 points), also
+// with their weight moved into shared memory (change 95), so they keep the
+// plain loop. In clusters of 4 (bf16 N = 262144) the same ring took the
+// cluster's registers from 79.4% of the copy to 86.1%, past staging's
+// 82.9% (change 96), so the plan runs those rows there too. Rows whose
+// statistics walk them after a reduction (LayerNorm) and clusters of 8
+// (the plan) keep the plain loop: not measured with it.
 //
 // The bits are those of the plain loop: the same values in the same
 // registers, then the same normalize_held_part.

@@ -394,9 +394,9 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
         smem = ring;
       }
       // Prefetched rows likewise take their ring where it fits, in clusters
-      // of 2 (what was measured: change 94).
+      // of 2 and 4 (what was measured: changes 94 and 96).
       const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
-      if (f.prefetches_rows && threads == kernel::kPrefetchTeam && c == 2 &&
+      if (f.prefetches_rows && threads == kernel::kPrefetchTeam && (c == 2 || c == 4) &&
           prefetch + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
         smem = prefetch;
       }
@@ -428,10 +428,14 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// bf16 N = 262144 in clusters of 4, relayed: 83% staged -> 79%). Fused-add
 /// rows with one reduction (add + RMSNorm) in any cluster: since change 71
 /// keeps their weight in L1 there, bf16 N = 262144 in clusters of 4 reads
-/// 88.8% staged -> 91.9%, in place 90.9% -> 92.9% (change 76).
+/// 88.8% staged -> 91.9%, in place 90.9% -> 92.9% (change 76). Prefetched
+/// rows (kernel::kPrefetchesRows) where the plan gave them their ring, in
+/// any cluster: RMSNorm bf16 N = 262144 in clusters of 4, 82.9% staged ->
+/// 86.1% (change 96; the plain loop there 79.4%).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
-         (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1);
+         (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
+         (f.prefetches_rows && p.smem_bytes == kernel::prefetch_smem_bytes(kernel::kPrefetchTeam));
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
