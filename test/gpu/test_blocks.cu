@@ -872,10 +872,10 @@ static_assert(!normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::Me
                                                         normkit::epilogue::Scale<normkit::bfloat16>,
                                                         normkit::output::QuantStatic<normkit::float8_e4m3>>>);
 // Which problems row_cluster_registers prefetches (kernel::kPrefetchesRows):
-// plain 16-bit RMSNorm rows; not fp32 plain rows (relayed), not fused adds
-// (they lost with any ring), not LayerNorm (TwoPass walks the row after a
-// reduction), not rows that need their maximum (ringed or rolled); and no
-// problem both prefetches and rings, rolls or relays.
+// plain 16-bit RMSNorm rows and fp32 LayerNorm rows; not fp32 RMSNorm rows
+// (relayed), not fused adds (they lost with any ring), not 16-bit LayerNorm
+// (not measured), not rows that need their maximum (ringed or rolled); and
+// no problem both prefetches and rings, rolls or relays.
 template <class T, class Stats = normkit::stats::MeanSquare>
 using PlainProblem =
     normkit::Problem<T, Stats, normkit::epilogue::Scale<T>, normkit::input::Plain<T>, normkit::output::Convert<T>>;
@@ -892,12 +892,16 @@ static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::MeanSquare,
 static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::TwoPass,
                                             normkit::epilogue::Affine<normkit::bfloat16>, DynamicFp8>>);
 static_assert(!kPrefetchesRows<PlainProblem<normkit::bfloat16, normkit::stats::TwoPass>>,
-              "TwoPass walks the row again after its first reduction");
+              "16-bit LayerNorm keeps the plain loop");
+static_assert(kPrefetchesRows<PlainProblem<float, normkit::stats::TwoPass>> &&
+                  kPrefetchesRows<PlainProblem<float, normkit::stats::Welford>>,
+              "fp32 LayerNorm rows, which do not relay, are prefetched");
 template <class P>
 constexpr bool kPrefetchesAlone = !kPrefetchesRows<P> || !(normkit::kernel::kRingsRows<P> ||
                                                            normkit::kernel::kRollsRows<P> ||
                                                            normkit::kernel::kRelaysRows<P>);
 static_assert(kPrefetchesAlone<PlainProblem<normkit::bfloat16>> && kPrefetchesAlone<PlainProblem<float>> &&
+              kPrefetchesAlone<PlainProblem<float, normkit::stats::TwoPass>> &&
               kPrefetchesAlone<QuantProblem<void, normkit::stats::MeanSquare,
                                             normkit::epilogue::Scale<normkit::bfloat16>, DynamicFp8>> &&
               kPrefetchesAlone<QuantProblem<void, normkit::stats::MeanSquare,

@@ -456,70 +456,84 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
   }
 }
 
-// Plain 16-bit RMSNorm rows in row_cluster_registers' CTAs of 1024 threads
-// are prefetched (kernel/row_prefetch.cuh): a CTA reads the first slots of
-// each row from a ring the copy engine filled during its previous row (its
-// first row's before the loop), each lap of the ring flipping the
-// mbarriers' parity. A batch of 150 rows of 131072 (66 clusters of 2 on the
-// H200: 2-3 rows a cluster, laps 0-2) and of 262144 (30 clusters of 4: 5-6
-// rows a cluster) must give, row for row, the bits of the same rows one
-// element off alignment (the checked plain loop, no ring); and row `probe`
-// those of the row alone (a cluster's only row) and of shorter batches.
-// bf16 and fp16; the plan that ran must say which loop ran.
+// Plain 16-bit RMSNorm rows and fp32 LayerNorm rows in row_cluster_registers'
+// CTAs of 1024 threads are prefetched (kernel/row_prefetch.cuh): a CTA reads
+// the first slots of each row from a ring the copy engine filled during its
+// previous row (its first row's before the loop), each lap of the ring
+// flipping the mbarriers' parity. A batch of 150 rows (on the H200: RMSNorm
+// 16-bit 131072 in 66 clusters of 2, 2-3 rows a cluster; 262144 in 30 of 4,
+// 5-6 rows; LayerNorm fp32 65536 in 66 of 2, 262144 in 16 of 8, 9-10 rows)
+// must give, row for row, the bits of the same rows one element off
+// alignment (the checked plain loop, no ring); and row `probe` those of the
+// row alone (a cluster's only row) and of shorter batches. The plan that ran
+// must say which loop ran.
 TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
   NK_REQUIRE_GPU();
   constexpr int64_t batch = 150, probe = batch - 3;
   const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
-  for (const int64_t n : {int64_t{131072}, int64_t{262144}}) {
-    if (left_to_plain_run(n)) continue;
-    const int64_t row_bytes = n * 2;
+  struct Case {
+    Op op;
+    DType t;
+    int64_t n;
+    int cluster;
+  };
+  const Case cases[] = {{Op::kRmsNorm, DType::kBF16, 131072, 2}, {Op::kRmsNorm, DType::kF16, 131072, 2},
+                        {Op::kRmsNorm, DType::kBF16, 262144, 4}, {Op::kRmsNorm, DType::kF16, 262144, 4},
+                        {Op::kLayerNorm, DType::kF32, 65536, 2}, {Op::kLayerNorm, DType::kF32, 262144, 8}};
+  for (const Case& k : cases) {
+    if (left_to_plain_run(k.n)) continue;
+    const int64_t n = k.n, row_bytes = n * nktest::dtype_size(k.t);
+    const std::string what = std::string(k.op == Op::kRmsNorm ? "RMSNorm " : "LayerNorm ") +
+                             nktest::dtype_name(k.t) + " N = " + std::to_string(n);
     const uint64_t seed = nktest::fresh_seed();
     const size_t bytes = batch * row_bytes;
-    DeviceBuffer x(bytes), y(bytes), w(row_bytes), xm(bytes + 16), ym(bytes + 16);
-    fill_random(x, seed);  // bf16 in about [0.1, 6); read as fp16, in [1.5, 7]
+    DeviceBuffer x(bytes), y(bytes), w(row_bytes), b(row_bytes), xm(bytes + 16), ym(bytes + 16);
+    // 16-bit words of bf16 in about [0.1, 6): fp16 in [1.5, 7], fp32 in
+    // about [0.1, 6) (the high word of each pair).
+    fill_random(x, seed);
     fill_random(w, seed + 1);
-    ASSERT_EQ(cudaMemcpy(xm.data() + 2, x.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
-    for (DType t : {DType::kBF16, DType::kF16}) {
-      const std::string what = "RMSNorm " + std::string(nktest::dtype_name(t)) + " N = " + std::to_string(n);
-      normkit::LaunchPlan ran;
-      auto rms = [&](unsigned char* xs, unsigned char* ys, int64_t first, int64_t rows) {
-        nktest::NormCall c;
-        c.op = Op::kRmsNorm;
-        c.x_type = c.y_type = c.w_type = t;
-        c.x = xs + first * row_bytes;
-        c.y = ys + first * row_bytes;
-        c.weight = w.data();
-        c.rows = rows;
-        c.cols = n;
-        c.launched = &ran;
-        return nktest::launch(c);
-      };
-      auto plain = [&](int64_t first, int64_t rows) { return rms(x.data(), y.data(), first, rows); };
-      const auto alone = output_row(plain, y, row_bytes, probe, 1, probe);
-      ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
-      EXPECT_EQ(ran.cluster, n == 131072 ? 2 : 4) << what;
-      EXPECT_EQ(ran.smem_bytes, ring) << what << ": the prefetching loop";
-      for (auto [first, rows] : {std::pair<int64_t, int64_t>{probe - 1, 3}, {1, batch - 1}, {0, batch}}) {
-        EXPECT_EQ(output_row(plain, y, row_bytes, first, rows, probe), alone)
-            << what << ": row " << probe << " in a batch of " << rows << " starting at " << first;
-      }
-      // y now holds the whole batch (the last launch: rows 0 .. batch - 1).
-      std::vector<unsigned char> aligned(bytes), misaligned(bytes);
-      ASSERT_EQ(cudaMemcpy(aligned.data(), y.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-      ASSERT_EQ(cudaMemset(ym.data(), 0xFF, ym.size()), cudaSuccess);
-      ASSERT_EQ(rms(xm.data() + 2, ym.data() + 2, 0, batch), normkit::Status::kSuccess);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_EQ(ran.smem_bytes, 0u) << what << ": misaligned rows run the checked loop";
-      ASSERT_EQ(cudaMemcpy(misaligned.data(), ym.data() + 2, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-      int64_t differing_rows = 0, first_differing = -1;
-      for (int64_t r = 0; r < batch; ++r) {
-        if (std::memcmp(aligned.data() + r * row_bytes, misaligned.data() + r * row_bytes, row_bytes) != 0) {
-          if (differing_rows++ == 0) first_differing = r;
-        }
-      }
-      EXPECT_EQ(differing_rows, 0) << what << ": prefetched rows differ from the checked loop's, first row "
-                                   << first_differing;
+    fill_random(b, seed + 2);
+    ASSERT_EQ(cudaMemcpy(xm.data() + 4, x.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+    normkit::LaunchPlan ran;
+    auto norm = [&](unsigned char* xs, unsigned char* ys, int64_t first, int64_t rows) {
+      nktest::NormCall c;
+      c.op = k.op;
+      c.x_type = c.y_type = c.w_type = k.t;
+      c.x = xs + first * row_bytes;
+      c.y = ys + first * row_bytes;
+      c.weight = w.data();
+      if (k.op == Op::kLayerNorm) c.bias = b.data();
+      c.rows = rows;
+      c.cols = n;
+      c.launched = &ran;
+      return nktest::launch(c);
+    };
+    auto plain = [&](int64_t first, int64_t rows) { return norm(x.data(), y.data(), first, rows); };
+    const auto alone = output_row(plain, y, row_bytes, probe, 1, probe);
+    ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
+    EXPECT_EQ(ran.cluster, k.cluster) << what;
+    EXPECT_EQ(ran.smem_bytes, ring) << what << ": the prefetching loop";
+    for (auto [first, rows] : {std::pair<int64_t, int64_t>{probe - 1, 3}, {1, batch - 1}, {0, batch}}) {
+      EXPECT_EQ(output_row(plain, y, row_bytes, first, rows, probe), alone)
+          << what << ": row " << probe << " in a batch of " << rows << " starting at " << first;
     }
+    // y now holds the whole batch (the last launch: rows 0 .. batch - 1).
+    // Misaligned by 4 bytes: one element of fp32, two of the 16-bit types.
+    std::vector<unsigned char> aligned(bytes), misaligned(bytes);
+    ASSERT_EQ(cudaMemcpy(aligned.data(), y.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemset(ym.data(), 0xFF, ym.size()), cudaSuccess);
+    ASSERT_EQ(norm(xm.data() + 4, ym.data() + 4, 0, batch), normkit::Status::kSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(ran.smem_bytes, 0u) << what << ": misaligned rows run the checked loop";
+    ASSERT_EQ(cudaMemcpy(misaligned.data(), ym.data() + 4, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    int64_t differing_rows = 0, first_differing = -1;
+    for (int64_t r = 0; r < batch; ++r) {
+      if (std::memcmp(aligned.data() + r * row_bytes, misaligned.data() + r * row_bytes, row_bytes) != 0) {
+        if (differing_rows++ == 0) first_differing = r;
+      }
+    }
+    EXPECT_EQ(differing_rows, 0) << what << ": prefetched rows differ from the checked loop's, first row "
+                                 << first_differing;
   }
 }
 

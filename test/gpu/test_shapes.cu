@@ -79,7 +79,8 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // every cluster runs several (the resident grid strides over them: 66
 // clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
 // are the previous row's relay; aligned (WHOLE) and not. The 16-bit rows
-// (clusters of 2 and 4) are prefetched instead (kernel/row_prefetch.cuh: the first slots of each
+// (clusters of 2 and 4) and fp32 LayerNorm rows (2, 4, 8) are prefetched
+// instead (kernel/row_prefetch.cuh: the first slots of each
 // row from a ring the copy engine filled during the previous row, each lap
 // flipping its mbarriers' parity), where aligned (strided, in place too);
 // misaligned, they run the checked plain loop.
@@ -93,6 +94,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
     int x_misalign;
     int64_t x_stride;
     bool in_place;
+    Op op = Op::kRmsNorm;
   };
   const Case cases[] = {
       {DType::kBF16, 131072, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
@@ -104,6 +106,12 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       {DType::kBF16, 262144, quick ? 20 : 70, Shape::kAuto, 0, -1, false},
       {DType::kF16, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, true},
       {DType::kBF16, 262144, quick ? 20 : 40, Shape::kAuto, 1, -1, false},
+      // fp32 LayerNorm rows (not relayed) are prefetched in any cluster
+      // (change 97): 2, 4 (in place), 8 CTAs; misaligned, the checked loop.
+      {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
+      {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 0, -1, true, Op::kLayerNorm},
+      {DType::kF32, 262144, quick ? 20 : 50, Shape::kAuto, 0, 262144 + 32, false, Op::kLayerNorm},
+      {DType::kF32, 131072, quick ? 40 : 70, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
       {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
@@ -115,7 +123,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
   };
   for (const Case& c : cases) {
     CaseSpec s;
-    s.op = Op::kRmsNorm;
+    s.op = c.op;
     s.x = s.y = s.w = c.t;
     s.shape = c.shape;
     s.cols = c.cols;
@@ -126,10 +134,11 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
     const nktest::CaseResult r = nktest::run_case(s);
     EXPECT_TRUE(r.ok()) << nktest::describe(s) << "\n  seed=" << r.seed << " " << r.first_failure;
     EXPECT_EQ(r.plan.shape, Shape::kRowInClusterRegisters) << nktest::describe(s);
-    if (c.t != DType::kF32 && c.shape == Shape::kAuto) {
+    const bool prefetched = c.op == Op::kLayerNorm ? c.t == DType::kF32 : c.t != DType::kF32;
+    if (prefetched && c.shape == Shape::kAuto) {
       const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
       EXPECT_EQ(r.plan.smem_bytes, c.x_misalign == 0 ? ring : 0u)
-          << nktest::describe(s) << ": aligned 16-bit rows prefetch, misaligned ones run the checked loop";
+          << nktest::describe(s) << ": aligned rows prefetch, misaligned ones run the checked loop";
     }
   }
 }

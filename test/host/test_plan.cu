@@ -535,13 +535,13 @@ TEST(Plan, RingedRowsTakeTheirRingWhereItFits) {
 }
 
 // Rows prefetched through a ring (kernel::kPrefetchesRows: plain 16-bit
-// RMSNorm rows in CTAs of 1024 threads, kernel/row_prefetch.cuh): the plan
+// RMSNorm and fp32 LayerNorm rows in CTAs of 1024 threads,
+// kernel/row_prefetch.cuh): the plan
 // gives them the ring's shared memory (the first kPrefetchSlots slots of
-// every thread and an mbarrier a slot) at kPrefetchTeam threads in clusters of
-// 2 and 4 where the device has it, and then prefers the cluster's registers
-// to staging in clusters of 4 as well (change 96); CTAs of 512 threads,
-// clusters of 8 (not measured with it) and rows that do not prefetch run
-// without.
+// every thread and an mbarrier a slot) at kPrefetchTeam threads in any
+// cluster where the device has it, and then prefers the cluster's registers
+// to staging in clusters of 4 as well (changes 96-97); CTAs of 512 threads
+// and rows that do not prefetch run without.
 TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   auto prefetched = [](RowFormat f) {
     f.prefetches_rows = true;
@@ -564,11 +564,21 @@ TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   EXPECT_EQ(four.threads, 1024);
   EXPECT_EQ(four.smem_bytes, prefetch_smem_bytes(1024));
   EXPECT_EQ(plan_of(bf16_row(262144), h200()).shape, Shape::kRowInCluster) << "not prefetched: staged";
-  // Clusters of 8 (past 512 KiB): the cluster's registers, no ring.
-  const LaunchPlan eight = plan_of(prefetched(bf16_row(524288)), h200());
-  EXPECT_EQ(eight.shape, Shape::kRowInClusterRegisters);
-  EXPECT_EQ(eight.cluster, 8);
-  EXPECT_EQ(eight.smem_bytes, 0u);
+  // Any cluster (change 97): fp32 LayerNorm rows (two reductions) in
+  // clusters of 2, 4 and 8, the registers preferred to staging at 131072;
+  // 16-bit rows in clusters of 8 (past 512 KiB) too.
+  const std::pair<RowFormat, int> any[] = {{two_pass_row(f32_row(65536)), 2},
+                                           {two_pass_row(f32_row(131072)), 4},
+                                           {two_pass_row(f32_row(262144)), 8},
+                                           {bf16_row(524288), 8}};
+  for (const auto& [f, cluster] : any) {
+    const LaunchPlan r = plan_of(prefetched(f), h200());
+    EXPECT_EQ(r.shape, Shape::kRowInClusterRegisters) << f.cols;
+    EXPECT_EQ(r.cluster, cluster) << f.cols;
+    EXPECT_EQ(r.threads, 1024) << f.cols;
+    EXPECT_EQ(r.smem_bytes, prefetch_smem_bytes(1024)) << f.cols;
+  }
+  EXPECT_EQ(plan_of(two_pass_row(f32_row(131072)), h200()).shape, Shape::kRowInCluster) << "not prefetched: staged";
   // bf16 65536 forced: two CTAs of 512 threads an SM, no ring.
   LaunchPlan half;
   EXPECT_EQ(choose_plan(prefetched(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &half), Status::kSuccess);

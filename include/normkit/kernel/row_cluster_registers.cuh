@@ -18,9 +18,10 @@
 // next row while this one reduces and is written (row_relay.cuh). Rows
 // quantized with per-row scales in CTAs of 1024 threads (kRingsRows) flow
 // through a ring of chunks in shared memory, filled by the copy engine
-// (row_ring.cuh); in CTAs of 512 they roll (kRollsRows). Plain 16-bit rows
-// in CTAs of 1024 threads read their first slots from a small ring the copy
-// engine filled during the previous row (kPrefetchesRows, row_prefetch.cuh).
+// (row_ring.cuh); in CTAs of 512 they roll (kRollsRows). Plain 16-bit
+// RMSNorm and fp32 LayerNorm rows in CTAs of 1024 threads read their first
+// slots from a small ring the copy engine filled during the previous row
+// (kPrefetchesRows, row_prefetch.cuh).
 #pragma once
 
 #include <cstdint>

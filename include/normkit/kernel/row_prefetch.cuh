@@ -1,5 +1,6 @@
 // normkit/kernel/row_prefetch.cuh: row_cluster_registers' loop for plain
-// 16-bit rows (kPrefetchesRows) in CTAs of 1024 threads: each CTA holds its
+// 16-bit RMSNorm and fp32 LayerNorm rows (kPrefetchesRows) in CTAs of 1024
+// threads: each CTA holds its
 // part of a row in registers, as the kernel's plain loop does, but reads the
 // first kPrefetchSlots slots of it from a small ring in shared memory that
 // the copy engine (`cp.async.bulk`) filled during the CTA's previous row.
@@ -21,9 +22,10 @@
 // with their weight moved into shared memory (change 95), so they keep the
 // plain loop. In clusters of 4 (bf16 N = 262144) the same ring took the
 // cluster's registers from 79.4% of the copy to 86.1%, past staging's
-// 82.9% (change 96), so the plan runs those rows there too. Rows whose
-// statistics walk them after a reduction (LayerNorm) and clusters of 8
-// (the plan) keep the plain loop: not measured with it.
+// 82.9% (change 96), and fp32 LayerNorm rows (which do not relay) from
+// 88.3% to 89.2% at N = 65536 (clusters of 2), 76.4% (bimodal) to 82.4% at
+// 131072 (4; staged 76.5%) and 68.1% to 73.1% at 262144 (8) (change 97), so
+// the plan runs them there in any cluster.
 //
 // The bits are those of the plain loop: the same values in the same
 // registers, then the same normalize_held_part.
@@ -58,16 +60,20 @@ NORMKIT_HOST_DEVICE constexpr size_t prefetch_smem_bytes(int threads) {
 
 /// Whether row_cluster_registers prefetches this problem's rows: rows that
 /// are x's bytes as they are (the copy engine moves them; a fused add lost
-/// with any ring, above), of a 16-bit type (4-byte rows relay: kRelaysRows),
-/// whose statistics read them only before their first reduction (RMSNorm's
-/// MeanSquare: what was measured), and whose output needs no row maximum
-/// (per-row-quantized rows ring or roll: kRingsRows, kRollsRows), in 16-byte
-/// slots.
+/// with any ring, above), whose output needs no row maximum (per-row-
+/// quantized rows ring or roll: kRingsRows, kRollsRows), in 16-byte slots;
+/// of a 16-bit type where the statistics read them only before their first
+/// reduction (RMSNorm's MeanSquare: changes 94 and 96; 16-bit LayerNorm
+/// was not measured with it), of a 4-byte type where they do not (4-byte
+/// rows read only before reducing relay instead, kRelaysRows: LayerNorm
+/// fp32, change 97). Which statistics run does not matter to the loop: the
+/// whole part is in registers before the first walk.
 template <class Problem>
 inline constexpr bool kPrefetchesRows =
     Problem::Input::kIsPlainCopy && std::is_same_v<typename Problem::X, typename Problem::Storage> &&
-    sizeof(typename Problem::Storage) == 2 && stats::walks_before_reducing_v<typename Problem::Stats> &&
-    !Problem::Output::kNeedsRowAbsMax && sizeof(detail::RawSlot<typename Problem::Storage, Problem::kVec>) == 16;
+    !Problem::Output::kNeedsRowAbsMax && sizeof(detail::RawSlot<typename Problem::Storage, Problem::kVec>) == 16 &&
+    (sizeof(typename Problem::Storage) == 2 ? stats::walks_before_reducing_v<typename Problem::Stats>
+                                             : !stats::walks_before_reducing_v<typename Problem::Stats>);
 
 }  // namespace kernel
 

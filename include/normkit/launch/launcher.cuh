@@ -297,8 +297,8 @@ struct Launcher {
       if constexpr (kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) {
         // Ringed rows (kernel::kRingsRows) and prefetched ones
         // (kernel::kPrefetchesRows) run their ring where the plan gave them
-        // its shared memory (devices with it; prefetched rows in clusters of
-        // 2 and 4); the rest roll, or run the plain or checked loop, without it.
+        // its shared memory (devices with it); the rest roll, or run the
+        // plain or checked loop, without it.
         if constexpr (!kCheckedOnly) {
           constexpr bool kRings = kernel::kRingsRows<Problem>;
           constexpr int kTeam = kRings ? kernel::kRingTeam : kernel::kPrefetchTeam;

@@ -393,10 +393,11 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
           ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
         smem = ring;
       }
-      // Prefetched rows likewise take their ring where it fits, in clusters
-      // of 2 and 4 (what was measured: changes 94 and 96).
+      // Prefetched rows likewise take their ring where it fits, in any
+      // cluster (changes 94, 96, 97; 16-bit rows in clusters of 8, past
+      // 512 KiB, not measured with it).
       const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
-      if (f.prefetches_rows && threads == kernel::kPrefetchTeam && (c == 2 || c == 4) &&
+      if (f.prefetches_rows && threads == kernel::kPrefetchTeam &&
           prefetch + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
         smem = prefetch;
       }
@@ -431,7 +432,8 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 88.8% staged -> 91.9%, in place 90.9% -> 92.9% (change 76). Prefetched
 /// rows (kernel::kPrefetchesRows) where the plan gave them their ring, in
 /// any cluster: RMSNorm bf16 N = 262144 in clusters of 4, 82.9% staged ->
-/// 86.1% (change 96; the plain loop there 79.4%).
+/// 86.1% (change 96; the plain loop there 79.4%), LayerNorm fp32 N = 131072
+/// in clusters of 4, 76.5% -> 82.4% (change 97).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
