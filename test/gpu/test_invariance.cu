@@ -462,7 +462,7 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
 // previous row (its first row's before the loop), each lap of the ring
 // flipping the mbarriers' parity. A batch of 150 rows (on the H200: RMSNorm
 // 16-bit 131072 in 66 clusters of 2, 2-3 rows a cluster; 262144 in 30 of 4,
-// 5-6 rows; LayerNorm fp32 65536 in 66 of 2, 262144 in 16 of 8, 9-10 rows)
+// 5 rows; LayerNorm fp32 65536 in 66 of 2, 262144 in 16 of 8, 9-10 rows)
 // must give, row for row, the bits of the same rows one element off
 // alignment (the checked plain loop, no ring); and row `probe` those of the
 // row alone (a cluster's only row) and of shorter batches. The plan that ran
