@@ -499,6 +499,21 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(normkit::shape_name(Shape::kRowInClusterRegisters), std::string("row_in_cluster_registers"));
 }
 
+// The H200 as if it could opt into only `optin` bytes of shared memory a CTA.
+DeviceCaps h200_with_optin(int optin) {
+  DeviceCaps d = h200();
+  d.max_smem_per_block_optin = optin;
+  return d;
+}
+
+// A cluster-register plan of 1024-thread CTAs without a ring (ringed or
+// prefetched rows on a device without the shared memory for it).
+void expect_ringless(const LaunchPlan& p) {
+  EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(p.threads, 1024);
+  EXPECT_EQ(p.smem_bytes, 0u);
+}
+
 // Rows run through a ring in shared memory (kernel::kRingsRows: per-row
 // quantization in CTAs of 1024 threads, kernel/row_ring.cuh): the plan gives
 // them the ring's shared memory, only at kRingTeam threads and where the
@@ -526,12 +541,7 @@ TEST(Plan, RingedRowsTakeTheirRingWhereItFits) {
   EXPECT_EQ(half.threads, 512);
   EXPECT_EQ(half.smem_bytes, 0u);
   // A device with less shared memory: the same plan without the ring.
-  DeviceCaps small = h200();
-  small.max_smem_per_block_optin = 99 * 1024;
-  const LaunchPlan plain = plan_of(ringed(bf16_row(131072)), small);
-  EXPECT_EQ(plain.shape, Shape::kRowInClusterRegisters);
-  EXPECT_EQ(plain.threads, 1024);
-  EXPECT_EQ(plain.smem_bytes, 0u);
+  expect_ringless(plan_of(ringed(bf16_row(131072)), h200_with_optin(99 * 1024)));
 }
 
 // Rows prefetched through a ring (kernel::kPrefetchesRows: plain 16-bit
@@ -585,12 +595,8 @@ TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   EXPECT_EQ(half.threads, 512);
   EXPECT_EQ(half.smem_bytes, 0u);
   // A device with too little shared memory to opt into: the same plan without the ring.
-  DeviceCaps small = h200();
-  small.max_smem_per_block_optin = 16 * 1024;
-  const LaunchPlan bare = plan_of(prefetched(bf16_row(131072)), small);
-  EXPECT_EQ(bare.shape, Shape::kRowInClusterRegisters);
-  EXPECT_EQ(bare.threads, 1024);
-  EXPECT_EQ(bare.smem_bytes, 0u);
+  const DeviceCaps small = h200_with_optin(16 * 1024);
+  expect_ringless(plan_of(prefetched(bf16_row(131072)), small));
   // There, without the ring, clusters of 4 are not preferred to the chunked shapes.
   EXPECT_NE(plan_of(prefetched(bf16_row(262144)), small).shape, Shape::kRowInClusterRegisters);
 }

@@ -361,6 +361,17 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
   return true;
 }
 
+/// The ring row_cluster_registers runs these rows through in CTAs of
+/// `threads` threads: ringed rows' (kernel::kRingsRows, CTAs of
+/// kernel::kRingTeam) or prefetched rows' (kernel::kPrefetchesRows, CTAs of
+/// kernel::kPrefetchTeam, in any cluster: changes 94, 96, 97; 16-bit rows
+/// in clusters of 8, past 512 KiB, not measured with it); 0 for none.
+inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads) {
+  if (f.rings_rows && threads == kernel::kRingTeam) return kernel::ring_smem_bytes(kernel::kRingTeam);
+  if (f.prefetches_rows && threads == kernel::kPrefetchTeam) return kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
+  return 0;
+}
+
 /// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
 /// whole warps at 8 slots per thread (up to 1024 threads a CTA), each part in
 /// one CTA's registers. First for outputs that need the row on chip: measured
@@ -386,21 +397,11 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       // larger cluster, whose CTAs hold less, or no such plan.
       size_t smem = f.relays_rows ? kernel::relay_smem_bytes(static_cast<int>(threads), PlanTuning::kWideVecs) : 0;
       if (smem > 0 && smem + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) continue;
-      // Ringed rows take their ring where the device has the shared memory
-      // for it (sm_90's 227 KiB); elsewhere the plain loop, with none.
-      const size_t ring = kernel::ring_smem_bytes(kernel::kRingTeam);
-      if (f.rings_rows && threads == kernel::kRingTeam &&
-          ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
-        smem = ring;
-      }
-      // Prefetched rows likewise take their ring where it fits, in any
-      // cluster (changes 94, 96, 97; 16-bit rows in clusters of 8, past
-      // 512 KiB, not measured with it).
-      const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
-      if (f.prefetches_rows && threads == kernel::kPrefetchTeam &&
-          prefetch + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) {
-        smem = prefetch;
-      }
+      // Ringed and prefetched rows take their ring where the device has the
+      // shared memory for it (sm_90's 227 KiB); elsewhere the plain loop,
+      // with none.
+      const size_t ring = cluster_ring_smem_bytes(f, threads);
+      if (ring > 0 && ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) smem = ring;
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
       p->threads = static_cast<int>(threads);
@@ -437,7 +438,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
-         (f.prefetches_rows && p.smem_bytes == kernel::prefetch_smem_bytes(kernel::kPrefetchTeam));
+         (f.prefetches_rows && p.smem_bytes > 0 && p.smem_bytes == cluster_ring_smem_bytes(f, p.threads));
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
