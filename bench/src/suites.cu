@@ -38,8 +38,10 @@ const std::vector<int64_t> kSmallBatchCols = {4096, 8192};
 /// Rows whose x is not 16-byte aligned run the checked forms of the kernels
 /// the plan chose (the plan may not depend on alignment: aligned and
 /// misaligned rows give the same bits); these lengths cover 4 slots a
-/// thread, 8 slots in one CTA (512 and 1024 threads) and a cluster of 2.
-const std::vector<int64_t> kMisalignedCols = {4096, 32768, 65536, 131072};
+/// thread, 8 slots in one CTA (512 and 1024 threads), a cluster of 2, and
+/// one of 4 (RMSNorm there takes registers over staging since change 96, so
+/// a misaligned row runs the checked register loop).
+const std::vector<int64_t> kMisalignedCols = {4096, 32768, 65536, 131072, 262144};
 constexpr int64_t kShapeMinCols = 1024;  // below, only rows_per_warp and row_per_block compete
 const std::vector<normkit::Shape> kForcedShapes = {normkit::Shape::kRowsPerWarp, normkit::Shape::kRowPerBlock,
                                                    normkit::Shape::kRowInSmem, normkit::Shape::kRowInCluster,
