@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compare normkit's LayerNorm / RMSNorm forward with PyTorch eager, torch.compile and a Triton row kernel,
-and normkit's fused residual add + RMSNorm with eager and torch.compile.
+and normkit's fused residual add + RMSNorm and add + LayerNorm with eager and torch.compile.
 
     cmake -S . -B build -DNORMKIT_BUILD_CAPI=ON && cmake --build build --target normkit_capi
     python3 bench/compare_pytorch.py --lib build/bench/libnormkit_capi.so --out compare.json
@@ -29,6 +29,10 @@ the same function under torch.compile, which fuses it into one kernel. Bytes: 4 
 h and y written) plus the weight; eager really moves more (it reads h back). Checks: each peer's y
 against eager's within the dtype's tolerance, its h ("<peer>_residual") against eager's h within one
 rounding step of the dtype, and normkit's rstd against fp32 statistics of eager's h.
+
+Fused add + LayerNorm (op add_layer_norm, bf16 only, out of place, as add_rms_norm with a bias): eager
+`h = x + r; y = F.layer_norm(h, (N,), w, b, eps)` and the same under torch.compile. Bytes: 4 passes plus
+weight and bias. Checks as add_rms_norm's, normkit's mean and rstd against fp32 statistics of eager's h.
 """
 
 import argparse
@@ -45,8 +49,9 @@ import triton.language as tl
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "rms_norm_fp8": 1e-6}  # PyTorch's defaults
-FUSED_OPS = ("add_rms_norm", "rms_norm_fp8")
+EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "add_layer_norm": 1e-5,
+       "rms_norm_fp8": 1e-6}  # PyTorch's defaults
+FUSED_OPS = ("add_rms_norm", "add_layer_norm", "rms_norm_fp8")
 FUSED_DTYPES = ["bf16"]
 # |peer - eager| <= atol + rtol * |eager|: one or two rounding steps of the output type.
 TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
@@ -81,16 +86,21 @@ class Normkit:
         lib.normkit_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_add_rms_norm_fwd.argtypes = [i32, p, p, p, p, p, p, i64, i64, f32, p]
         lib.normkit_add_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_add_layer_norm_fwd.argtypes = [i32, p, p, p, p, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_add_layer_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_fp8_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
         lib.normkit_rms_norm_fp8_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
         for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
-                  "normkit_layer_norm_shape", "normkit_rms_norm_shape", "normkit_add_rms_norm_shape"):
+                  "normkit_add_layer_norm_fwd", "normkit_rms_norm_fp8_fwd", "normkit_layer_norm_shape",
+                  "normkit_rms_norm_shape", "normkit_add_rms_norm_shape", "normkit_add_layer_norm_shape",
+                  "normkit_rms_norm_fp8_shape"):
             getattr(lib, f).restype = i32
         self._lib = lib
         self._shape_fns = {"layer_norm": lib.normkit_layer_norm_shape, "rms_norm": lib.normkit_rms_norm_shape,
                            "add_rms_norm": lib.normkit_add_rms_norm_shape,
+                           "add_layer_norm": lib.normkit_add_layer_norm_shape,
                            "rms_norm_fp8": lib.normkit_rms_norm_fp8_shape}
 
     def _check(self, rc, what):
@@ -125,6 +135,24 @@ class Normkit:
                                                 y.data_ptr(), self._ptr(w), self._ptr(rstd), m, n, eps, stream)
         self._check(rc, "add_rms_norm")
         return h, y
+
+    def add_layer_norm(self, x, r, w, b, h, y, eps, mean=None, rstd=None):
+        """h = x + r (rounded), y = LayerNorm(h) * w + b; returns (h, y)."""
+        for t in (x, r, h, y):
+            assert t.is_contiguous() and t.shape == x.shape and t.dtype == x.dtype
+        m, n = x.shape
+        stream = torch.cuda.current_stream().cuda_stream
+        rc = self._lib.normkit_add_layer_norm_fwd(DTYPE_CODES[x.dtype], x.data_ptr(), r.data_ptr(), h.data_ptr(),
+                                                  y.data_ptr(), self._ptr(w), self._ptr(b), self._ptr(mean),
+                                                  self._ptr(rstd), m, n, eps, stream)
+        self._check(rc, "add_layer_norm")
+        return h, y
+
+    def add_norm(self, op, x, r, w, b, h, y, eps, mean=None, rstd=None):
+        """add_rms_norm (b and mean unused) or add_layer_norm, by op."""
+        if op == "add_layer_norm":
+            return self.add_layer_norm(x, r, w, b, h, y, eps, mean=mean, rstd=rstd)
+        return self.add_rms_norm(x, r, w, h, y, eps, rstd=rstd)
 
     def rms_norm_fp8(self, x, w, q, s, eps):
         """q = e4m3(RMSNorm(x) * w / s) with s the per-row scales (fp32 [M]); returns (q, s)."""
@@ -227,33 +255,30 @@ def make_peers(op, lib, x, w, b, eps, with_compile):
     return peers
 
 
-def eager_add_rms_norm(x, r, w, eps):
-    """The unfused residual add + RMSNorm: (h, y)."""
+def eager_add_norm(op, x, r, w, b, eps):
+    """The unfused residual add + RMSNorm (b unused) or + LayerNorm: (h, y)."""
     h = x + r
+    if op == "add_layer_norm":
+        return h, F.layer_norm(h, (x.shape[-1],), w, b, eps)
     return h, F.rms_norm(h, (x.shape[-1],), w, eps)
 
 
-def compiled_add_rms_norm(n, eps):
-    """eager_add_rms_norm under a fresh torch.compile for one static shape (see compiled_forward)."""
+def compiled_add_norm(op, eps):
+    """eager_add_norm under a fresh torch.compile for one static shape (see compiled_forward)."""
     torch._dynamo.reset()
-
-    def add_rms_norm(x, r, w):
-        h = x + r
-        return h, F.rms_norm(h, (n,), w, eps)
-
-    return torch.compile(add_rms_norm, dynamic=False)
+    return torch.compile(lambda x, r, w, b: eager_add_norm(op, x, r, w, b, eps), dynamic=False)
 
 
-def make_fused_peers(lib, x, r, w, eps, with_compile):
-    """name -> a call returning (h, y), every peer on the same x, r, w; normkit out of place."""
+def make_fused_peers(op, lib, x, r, w, b, eps, with_compile):
+    """name -> a call returning (h, y), every peer on the same x, r, w (, b); normkit out of place."""
     h_nk, y_nk = torch.empty_like(x), torch.empty_like(x)
     peers = {
-        "normkit": lambda: lib.add_rms_norm(x, r, w, h_nk, y_nk, eps),
-        "eager": lambda: eager_add_rms_norm(x, r, w, eps),
+        "normkit": lambda: lib.add_norm(op, x, r, w, b, h_nk, y_nk, eps),
+        "eager": lambda: eager_add_norm(op, x, r, w, b, eps),
     }
     if with_compile:
-        fn = compiled_add_rms_norm(x.shape[-1], eps)
-        peers["compile"] = warm_compile(lambda: fn(x, r, w))
+        fn = compiled_add_norm(op, eps)
+        peers["compile"] = warm_compile(lambda: fn(x, r, w, b))
     return peers
 
 
@@ -302,10 +327,10 @@ def fp8_bytes_moved(x, w):
     return x.numel() * x.element_size() + x.numel() + 4 * x.shape[0] + w.numel() * w.element_size()
 
 
-def fused_bytes_moved(x, w):
-    """Residual add + RMSNorm: x and r read, h and y written (4 passes), weight read once."""
+def fused_bytes_moved(x, w, b=None):
+    """Residual add + norm: x and r read, h and y written (4 passes), weight (and bias) read once."""
     per = x.element_size()
-    return 4 * x.numel() * per + w.numel() * per
+    return 4 * x.numel() * per + w.numel() * per + (0 if b is None else b.numel() * per)
 
 
 # ---------------------------------------------------------------- checks
@@ -346,13 +371,13 @@ def check_outputs(op, lib, x, w, b, eps, peers):
     return result
 
 
-def check_fused_outputs(lib, x, r, w, eps, peers):
+def check_fused_outputs(op, lib, x, r, w, b, eps, peers):
     """name -> {'ok', 'max_abs_err'}: each peer's y ('<name>') and h ('<name>_residual') against eager's,
-    and normkit's rstd against fp32 statistics of eager's h ('normkit_stats')."""
+    and normkit's rstd (and mean) against fp32 statistics of eager's h ('normkit_stats')."""
     rtol, atol = TOLERANCE[x.dtype]
     # h: x + r added in fp32 and rounded once to the dtype, by every peer: one rounding step at most.
     h_rtol, h_atol = torch.finfo(x.dtype).eps, torch.finfo(x.dtype).tiny
-    ref_h, ref_y = eager_add_rms_norm(x, r, w, eps)
+    ref_h, ref_y = eager_add_norm(op, x, r, w, b, eps)
     result = {}
     for name, fn in peers.items():
         if name == "eager":
@@ -364,10 +389,19 @@ def check_fused_outputs(lib, x, r, w, eps, peers):
         result[name + "_residual"] = {"ok": v <= 1.0, "max_abs_err": err}
         del h, y
     del ref_y
-    rstd = torch.empty(x.shape[0], device="cuda")
-    lib.add_rms_norm(x, r, w, torch.empty_like(x), torch.empty_like(x), eps, rstd=rstd)
-    ref_rstd = torch.rsqrt(ref_h.float().square().mean(dim=-1) + eps)
-    result["normkit_stats"] = {"ok": max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0}
+    mean, rstd = torch.empty(x.shape[0], device="cuda"), torch.empty(x.shape[0], device="cuda")
+    layer = op == "add_layer_norm"
+    lib.add_norm(op, x, r, w, b, torch.empty_like(x), torch.empty_like(x), eps, mean=mean if layer else None,
+                 rstd=rstd)
+    hf = ref_h.float()
+    stats_ok = True
+    if layer:
+        ref_rstd = torch.rsqrt(hf.var(dim=-1, unbiased=False) + eps)
+        stats_ok = max_violation(mean, hf.mean(dim=-1), *STATS_TOLERANCE)[0] <= 1.0
+    else:
+        ref_rstd = torch.rsqrt(hf.square().mean(dim=-1) + eps)
+    stats_ok = stats_ok and max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0
+    result["normkit_stats"] = {"ok": stats_ok}
     return result
 
 
@@ -454,7 +488,8 @@ def run_case(op, dtype_name, m, n, lib, args, timer):
 
 
 def run_fused_case(op, dtype_name, m, n, lib, args, timer):
-    """Residual add + RMSNorm, normkit out of place, or RMSNorm to fp8, against eager and torch.compile."""
+    """Residual add + RMSNorm or + LayerNorm, normkit out of place, or RMSNorm to fp8, against eager and
+    torch.compile."""
     dtype = DTYPES[dtype_name]
     eps = EPS[op]
     if op == "rms_norm_fp8":
@@ -466,13 +501,13 @@ def run_fused_case(op, dtype_name, m, n, lib, args, timer):
         del peers, x, w
         torch.cuda.empty_cache()
         return rec
-    x, w, _ = make_inputs("rms_norm", dtype, m, n)
+    x, w, b = make_inputs("layer_norm" if op == "add_layer_norm" else "rms_norm", dtype, m, n)
     r = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 1.0)
-    peers = make_fused_peers(lib, x, r, w, eps, not args.no_compile)
-    checks = check_fused_outputs(lib, x, r, w, eps, peers)
+    peers = make_fused_peers(op, lib, x, r, w, b, eps, not args.no_compile)
+    checks = check_fused_outputs(op, lib, x, r, w, b, eps, peers)
     times = {name: timer(fn) for name, fn in peers.items()}
-    rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), fused_bytes_moved(x, w), times, checks)
-    del peers, x, r, w
+    rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), fused_bytes_moved(x, w, b), times, checks)
+    del peers, x, r, w, b
     torch.cuda.empty_cache()
     return rec
 
@@ -483,12 +518,12 @@ PEER_ORDER = ["normkit", "eager", "compile", "triton"]
 def print_table(title, records, show_tbps):
     print(f"\n{title}")
     peers = [p for p in PEER_ORDER if any(p in r["time_us"] for r in records)]
-    head = f"{'op':<13}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<15}"
+    head = f"{'op':<15}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<15}"
     for p in peers:
         head += f"{p + ' us':>13}" + (f"{'TB/s':>7}" if show_tbps else "") + ("" if p == "normkit" else f"{'nk x':>7}")
     print(head + "  check")
     for r in records:
-        line = f"{r['op']:<13}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<15}"
+        line = f"{r['op']:<15}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<15}"
         for p in peers:
             if p not in r["time_us"]:
                 line += " " * (13 + (7 if show_tbps else 0) + (0 if p == "normkit" else 7))
@@ -503,11 +538,12 @@ def print_table(title, records, show_tbps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default="build/bench/libnormkit_capi.so", help="path of libnormkit_capi.so")
-    ap.add_argument("--ops", default="layer_norm,rms_norm,add_rms_norm,rms_norm_fp8",
-                    help="comma-separated: layer_norm, rms_norm, add_rms_norm, rms_norm_fp8 (default: %(default)s)")
+    ap.add_argument("--ops", default="layer_norm,rms_norm,add_rms_norm,add_layer_norm,rms_norm_fp8",
+                    help="comma-separated: layer_norm, rms_norm, add_rms_norm, add_layer_norm, rms_norm_fp8 "
+                         "(default: %(default)s)")
     ap.add_argument("--dtypes", default="bf16,fp32",
-                    help="comma-separated: fp32, fp16, bf16 (default: %(default)s); add_rms_norm, rms_norm_fp8 bf16 only")
-    ap.add_argument("--ns", help="comma-separated row lengths (default: %s; add_rms_norm, rms_norm_fp8: %s)"
+                    help="comma-separated: fp32, fp16, bf16 (default: %(default)s); the fused ops bf16 only")
+    ap.add_argument("--ns", help="comma-separated row lengths (default: %s; the fused ops: %s)"
                     % (",".join(map(str, DEFAULT_NS)), ",".join(map(str, FUSED_NS))))
     ap.add_argument("--mib", type=int, default=512, help="size of x in MiB for the large batches (default: 512)")
     ap.add_argument("--quick", action="store_true", help=f"bf16 only, N in {QUICK_NS}, shorter timing")
@@ -551,10 +587,10 @@ def main():
 
     gpu = torch.cuda.get_device_name()
     print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}")
-    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for add_rms_norm (x + residual + "
-          "residual_out + y + weight bytes) / time, for rms_norm_fp8 (x + 1-byte y + scales + weight bytes) / time; "
+    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for add_rms_norm and "
+          "add_layer_norm (x + residual + residual_out + y + weight (+ bias) bytes) / time, for rms_norm_fp8 (x + 1-byte y + scales + weight bytes) / time; "
           "nk x: peer time / normkit time")
-    print("check: each peer's y against eager; for add_rms_norm also its residual_out ('<peer>_residual') against "
+    print("check: each peer's y against eager; for the add ops also its residual_out ('<peer>_residual') against "
           "eager's h; for rms_norm_fp8 dequantized y within one e4m3 step and the scales ('<peer>_scales'); "
           "normkit's statistics ('normkit_stats') against fp32")
     print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)

@@ -11,7 +11,8 @@ Reads the benchmark names that bench/src/suites.cu writes:
     misaligned/<op>/<dtype>/N:<n>/M:<m>
     shape/<op>/<dtype>/N:<n>/M:<m>/shape:<shape>
 and prints, per op and dtype, the worst and the median share of the copy ceiling. Ops: layer_norm,
-rms_norm, add_rms_norm, add_rms_norm_inplace, rms_norm_fp8, rms_norm_int8 (others are reported under their own name).
+rms_norm, rms_norm_gemma, add_rms_norm, add_rms_norm_inplace, add_layer_norm, rms_norm_fp8, rms_norm_int8,
+rms_norm_fp8_static, rms_norm_int8_static (others are reported under their own name).
 """
 
 import argparse
@@ -27,10 +28,14 @@ from collections import defaultdict
 OPS = {
     "layer_norm": "LayerNorm",
     "rms_norm": "RMSNorm",
+    "rms_norm_gemma": "RMSNorm, (1 + w)",
     "add_rms_norm": "Add + RMSNorm",
     "add_rms_norm_inplace": "Add + RMSNorm, in place",
+    "add_layer_norm": "Add + LayerNorm",
     "rms_norm_fp8": "RMSNorm to fp8 e4m3",
     "rms_norm_int8": "RMSNorm to int8",
+    "rms_norm_fp8_static": "RMSNorm to fp8 e4m3, static scale",
+    "rms_norm_int8_static": "RMSNorm to int8, static scale",
 }
 # What each op's bytes count (normkit_bench's bytes_moved), for the markdown.
 OP_BYTES = {
@@ -43,6 +48,12 @@ OP_BYTES = {
     "rms_norm_fp8": "x read (bf16), y written (1 byte per element), one fp32 scale per row written (dynamic "
                     "per-row scales), weight read once; no rstd",
     "rms_norm_int8": "as RMSNorm to fp8 e4m3, with int8 y",
+    "rms_norm_gemma": "as RMSNorm (Gemma's and TransformerEngine's zero-centred weight, scale 1 + w)",
+    "add_layer_norm": "x and residual read, residual_out and y written (4 passes of N per row, all bf16), weight "
+                      "and bias read once; no mean or rstd",
+    "rms_norm_fp8_static": "x read (bf16), y written (1 byte per element), weight read once; one static "
+                           "per-tensor scale, no row scales, no rstd",
+    "rms_norm_int8_static": "as RMSNorm to fp8 e4m3 with a static scale, with int8 y",
 }
 PLOT_COLUMNS = 3
 DTYPE_ORDER = ["fp32", "fp16", "bf16"]

@@ -1,6 +1,6 @@
 // bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h. Nine instantiations
-// (three ops, three dtypes), chosen at run time by the dtype code, and RMSNorm
-// to fp8 for bf16.
+// (three ops, three dtypes), chosen at run time by the dtype code, and residual
+// add + LayerNorm and RMSNorm to fp8 for bf16.
 #include "normkit_capi.h"
 
 #include <cuda_runtime.h>
@@ -73,6 +73,27 @@ normkit::AddRmsNormArgs<T, T, T, T> add_rms_norm_args(const void* x, const void*
   return a;
 }
 
+using AddLayerNormBf16Args = normkit::AddLayerNormArgs<normkit::bfloat16>;
+
+AddLayerNormBf16Args add_layer_norm_args(const void* x, const void* residual, void* residual_out, void* y,
+                                         const void* weight, const void* bias, float* mean, float* rstd,
+                                         int64_t rows, int64_t cols, float eps) {
+  using T = normkit::bfloat16;
+  AddLayerNormBf16Args a;
+  a.x = static_cast<const T*>(x);
+  a.residual = static_cast<const T*>(residual);
+  a.residual_out = static_cast<T*>(residual_out);
+  a.y = static_cast<T*>(y);
+  a.weight = static_cast<const T*>(weight);
+  a.bias = static_cast<const T*>(bias);
+  a.mean = mean;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
 normkit::RmsNormQuantArgs<normkit::bfloat16, normkit::float8_e4m3> rms_norm_fp8_args(const void* x, void* y,
                                                                                       const void* weight,
                                                                                       float* row_scales, int64_t rows,
@@ -130,6 +151,15 @@ int normkit_add_rms_norm_fwd(int dtype, const void* x, const void* residual, voi
   }));
 }
 
+int normkit_add_layer_norm_fwd(int dtype, const void* x, const void* residual, void* residual_out, void* y,
+                               const void* w, const void* b, float* mean, float* rstd, int64_t rows, int64_t cols,
+                               float eps, void* stream) {
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  return static_cast<int>(normkit::add_layer_norm_forward(
+      add_layer_norm_args(x, residual, residual_out, y, w, b, mean, rstd, rows, cols, eps),
+      static_cast<cudaStream_t>(stream)));
+}
+
 int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight, float* row_scales,
                              int64_t rows, int64_t cols, float eps, void* stream) {
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
@@ -168,6 +198,16 @@ int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name)
             add_rms_norm_args<T>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), p);
       },
       shape_name);
+}
+
+int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_name) {
+  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);  // as the forward
+  normkit::LaunchPlan p;
+  const Status s = normkit::add_layer_norm_plan(
+      add_layer_norm_args(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-5f), &p);
+  if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
+  return static_cast<int>(s);
 }
 
 int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {

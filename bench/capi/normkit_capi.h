@@ -1,5 +1,5 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
- * forward, residual add + RMSNorm and RMSNorm to fp8, for callers outside C++
+ * forward, residual add + RMSNorm, residual add + LayerNorm and RMSNorm to fp8, for callers outside C++
  * (bench/compare_pytorch.py loads it with ctypes). x, y, weight, bias and the
  * residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
@@ -42,6 +42,15 @@ NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_fwd(int dtype, const void* x, const
                                                  void* y, const void* w, float* rstd, int64_t rows, int64_t cols,
                                                  float eps, void* stream);
 
+/* residual_out = x + residual as above, then y = (residual_out - mean) * rstd *
+ * weight + bias, the statistics (mean, biased variance) taken of the rounded
+ * residual_out (bf16 only: other dtypes return kErrorUnsupportedType). weight,
+ * bias, mean and rstd may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_add_layer_norm_fwd(int dtype, const void* x, const void* residual,
+                                                   void* residual_out, void* y, const void* w, const void* b,
+                                                   float* mean, float* rstd, int64_t rows, int64_t cols, float eps,
+                                                   void* stream);
+
 /* RMSNorm quantized to fp8 e4m3 with dynamic per-row scales (bf16 x and
  * weight only: other dtypes return kErrorUnsupportedType): y_fp8 holds
  * q(y / row_scales[r]) for y = x * rstd * weight, row_scales[r] =
@@ -58,6 +67,7 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void*
 NORMKIT_CAPI_EXPORT int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name);
 
 /* A short English description of a status value. */

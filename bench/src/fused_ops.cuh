@@ -1,7 +1,9 @@
 // bench/src/fused_ops.cuh: the Bench structs (see make_op_spec) for normkit's
 // fused entry points, as inference engines call them: residual add + RMSNorm
-// (out of place and vLLM-style in place) and RMSNorm with an fp8 output and
-// dynamic per-row scales. No rstd is written (bytes_moved counts what is).
+// (out of place and vLLM-style in place), residual add + LayerNorm, and
+// RMSNorm with a quantized output (fp8 e4m3 or int8) and dynamic per-row or
+// static per-tensor scales. No mean or rstd is written (bytes_moved counts
+// what is).
 // Only the translation units under ops/ include this file.
 #pragma once
 
@@ -24,6 +26,21 @@ inline constexpr float kResidualHi = 1.0f;
 /// The fused ops join the small-batch set at this row length only.
 inline std::vector<int64_t> fused_small_batch_cols() { return {8192}; }
 
+/// The buffers every residual-add op sets (all T): x, the residual, residual_out and y
+/// (in place: the residual and x themselves, as vLLM's fused_add_rms_norm), the weight.
+template <class T, class Args>
+void fill_add_args(OpMemory& mem, int64_t rows, int64_t cols, bool in_place, Args* a) {
+  T* x = mem.input<T>(rows * cols, kInputLo, kInputHi);
+  T* residual = mem.input<T>(rows * cols, kResidualLo, kResidualHi);
+  a->x = x;
+  a->residual = residual;
+  a->residual_out = in_place ? residual : mem.alloc<T>(rows * cols);
+  a->y = in_place ? x : mem.alloc<T>(rows * cols);
+  a->weight = mem.random<T>(cols, 0.5f, 1.5f);
+  a->rows = rows;
+  a->cols = cols;
+}
+
 /// h = x + residual -> residual_out, y = RMSNorm(h) * weight; x, residual, y and weight all T.
 /// InPlace: residual_out == residual and y == x (vLLM's fused_add_rms_norm). Every
 /// launch then rewrites its own inputs: the residual grows until x's addition rounds
@@ -40,15 +57,7 @@ struct AddRmsNormBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    T* x = mem.input<T>(rows * cols, kInputLo, kInputHi);
-    T* residual = mem.input<T>(rows * cols, kResidualLo, kResidualHi);
-    a.x = x;
-    a.residual = residual;
-    a.residual_out = InPlace ? residual : mem.alloc<T>(rows * cols);
-    a.y = InPlace ? x : mem.alloc<T>(rows * cols);
-    a.weight = mem.random<T>(cols, 0.5f, 1.5f);
-    a.rows = rows;
-    a.cols = cols;
+    fill_add_args<T>(mem, rows, cols, InPlace, &a);
     return a;
   }
   static std::vector<int64_t> small_batch_cols() { return fused_small_batch_cols(); }
@@ -58,6 +67,33 @@ struct AddRmsNormBench {
   /// The in-place call has no plan function of its own: it plans as the same arguments.
   static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
     return normkit::add_rms_norm_plan(a, p, o);
+  }
+};
+
+/// h = x + residual -> residual_out, y = LayerNorm(h) * weight + bias; x, residual, y,
+/// weight and bias all T, out of place (TransformerEngine's and Apex's fused form).
+template <class T>
+struct AddLayerNormBench {
+  static constexpr const char* kName = "add_layer_norm";
+  using X = T;
+  using Args = normkit::AddLayerNormArgs<T, T, T, T>;
+
+  /// x and residual read, residual_out and y written (4 passes), weight and bias read once.
+  static int64_t bytes_moved(int64_t rows, int64_t cols) {
+    return 4 * rows * cols * int64_t(sizeof(T)) + 2 * cols * int64_t(sizeof(T));
+  }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a;
+    fill_add_args<T>(mem, rows, cols, false, &a);
+    a.bias = mem.random<T>(cols, -0.5f, 0.5f);
+    return a;
+  }
+  static std::vector<int64_t> small_batch_cols() { return fused_small_batch_cols(); }
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return normkit::add_layer_norm_forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return normkit::add_layer_norm_plan(a, p, o);
   }
 };
 
@@ -97,6 +133,57 @@ struct RmsNormQuantBench {
     static float unused_scale;
     Args a;
     a.row_scales = &unused_scale;
+    a.cols = cols;
+    return a;
+  }
+  static std::vector<int64_t> small_batch_cols() { return fused_small_batch_cols(); }
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return normkit::rms_norm_quant_forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return normkit::rms_norm_quant_plan(a, p, o);
+  }
+};
+
+template <class Q>
+constexpr const char* quant_static_op_name() {
+  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return "rms_norm_fp8_static";
+  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>) return "rms_norm_fp8_e5m2_static";
+  else return "rms_norm_int8_static";
+}
+
+/// The static scale: |RMSNorm(x) * weight| stays below about 3 for this x and
+/// weight (x_hat at most 3 / rms(x), rms about 1.5; weight below 1.5), so
+/// y / scale stays inside int8's and e4m3's ranges and values do not clamp.
+inline constexpr float kStaticScale = 1.0f / 32.0f;
+
+/// y = quantize(RMSNorm(x) * weight / static_scale): one host scale for the
+/// tensor (a quantizer calibrated ahead of time), no row scales; x and
+/// weight T, y Q. Rows need not stay on chip, so every N plans.
+template <class T, class Q>
+struct RmsNormQuantStaticBench {
+  static constexpr const char* kName = quant_static_op_name<Q>();
+  using X = T;
+  using Args = normkit::RmsNormQuantArgs<T, Q, T>;
+
+  /// x read, y (Q) written, weight read once.
+  static int64_t bytes_moved(int64_t rows, int64_t cols) {
+    return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + cols * int64_t(sizeof(T));
+  }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a;
+    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
+    a.y = mem.alloc<Q>(rows * cols);
+    a.weight = mem.random<T>(cols, 0.5f, 1.5f);
+    a.static_scale = kStaticScale;
+    a.rows = rows;
+    a.cols = cols;
+    return a;
+  }
+  /// The scale selects the static kernel, so plan() must see it too.
+  static Args plan_args(int64_t cols) {
+    Args a;
+    a.static_scale = kStaticScale;
     a.cols = cols;
     return a;
   }

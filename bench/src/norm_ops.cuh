@@ -76,4 +76,36 @@ struct RmsNormBench {
   }
 };
 
+/// RMSNorm with Gemma's (1 + w) scale (TransformerEngine's zero-centred
+/// gamma: epilogue::Scale with WEIGHT_OFFSET), through the policy-type front
+/// end (normkit::RmsNorm) a caller with its own epilogue uses; x, y and the
+/// weight T, rstd written.
+template <class T>
+struct GemmaRmsNormBench {
+  static constexpr const char* kName = "rms_norm_gemma";
+  using X = T;
+  using Op = normkit::RmsNorm<normkit::io<T>, normkit::epilogue::Scale<T, /*WEIGHT_OFFSET=*/true>>;
+  using Args = typename Op::Args;
+
+  /// As RmsNormBench: x read and y written once, weight read once, rstd written.
+  static int64_t bytes_moved(int64_t rows, int64_t cols) { return RmsNormBench<T>::bytes_moved(rows, cols); }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a;
+    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
+    a.y = mem.alloc<T>(rows * cols);
+    a.epilogue.weight = mem.random<T>(cols, -0.5f, 0.5f);  // zero-centred: scales 0.5-1.5
+    a.rstd = mem.alloc<float>(rows);
+    a.rows = rows;
+    a.cols = cols;
+    a.eps = 1e-6f;
+    return a;
+  }
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return Op::forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return Op::plan(a, p, o);
+  }
+};
+
 }  // namespace nkbench

@@ -153,6 +153,14 @@ Status add_rms_norm_plan(const AddRmsNormArgs<X, R, Y, W>& a, LaunchPlan* plan, 
   return detail::run_add<P>(detail::params_from_args<P>(a), a, options, nullptr, plan);
 }
 
+/// The kernel shape add_layer_norm_forward would use.
+template <class Stats = stats::TwoPass, class X, class R, class Y, class W>
+Status add_layer_norm_plan(const AddLayerNormArgs<X, R, Y, W>& a, LaunchPlan* plan,
+                           const LaunchOptions& options = {}) {
+  using P = detail::AddLayerNormProblem<X, R, Y, W, Stats>;
+  return detail::run_add<P>(detail::params_from_args<P>(a), a, options, nullptr, plan);
+}
+
 /// vLLM's fused_add_rms_norm, in place: residual <- x + residual, x <- RMSNorm(residual) * weight.
 template <class T, class W>
 Status fused_add_rms_norm(T* x, T* residual, const W* weight, int64_t rows, int64_t cols, float eps,

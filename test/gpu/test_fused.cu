@@ -83,8 +83,19 @@ void check_fused(const FusedCase& c) {
   call.x_stride = call.residual_stride = call.residual_out_stride = call.y_stride = c.stride;
   call.eps = 1e-5f;
   call.shape = c.shape;
+  // The plan functions (add_rms_norm_plan, add_layer_norm_plan) name the
+  // kernel that runs, for aligned and misaligned rows alike.
+  normkit::LaunchPlan planned, ran;
+  ASSERT_EQ(nktest::plan_add_norm(call, &planned), normkit::Status::kSuccess);
+  call.launched = &ran;
   ASSERT_EQ(nktest::launch_add_norm(call), normkit::Status::kSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(ran.shape, planned.shape) << normkit::shape_name(ran.shape) << " ran, " << normkit::shape_name(planned.shape)
+                                      << " planned";
+  EXPECT_EQ(ran.cluster, planned.cluster);
+  EXPECT_EQ(ran.threads, planned.threads);
+  EXPECT_EQ(ran.vecs, planned.vecs);
+  EXPECT_EQ(ran.smem_bytes, planned.smem_bytes);
   std::vector<unsigned char> gy(bytes), gro(bytes);
   ASSERT_EQ(cudaMemcpy(gy.data(), c.in_place ? dx.data() : dy.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(gro.data(), c.in_place ? dr.data() : dro.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);

@@ -32,6 +32,8 @@ struct AddNormCall {
   cudaStream_t stream = nullptr;
 };
 normkit::Status launch_add_norm(const AddNormCall& c);
+/// The plan launch_add_norm(c) would run (add_rms_norm_plan, add_layer_norm_plan).
+normkit::Status plan_add_norm(const AddNormCall& c, normkit::LaunchPlan* plan);
 
 enum class QType { kE4M3, kE5M2, kInt8 };
 const char* qtype_name(QType q);

@@ -6,8 +6,9 @@
 namespace nktest {
 namespace {
 
+/// Launches c, or with plan != nullptr only plans it.
 template <class T, class W>
-normkit::Status run(const AddNormCall& c) {
+normkit::Status run(const AddNormCall& c, normkit::LaunchPlan* plan) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
   opt.launched = c.launched;
@@ -23,27 +24,31 @@ normkit::Status run(const AddNormCall& c) {
   if (c.op == Op::kRmsNorm) {
     normkit::AddRmsNormArgs<T, T, T, W> a;
     fill(a);
-    return normkit::add_rms_norm_forward(a, c.stream, opt);
+    return plan ? normkit::add_rms_norm_plan(a, plan, opt) : normkit::add_rms_norm_forward(a, c.stream, opt);
   }
   normkit::AddLayerNormArgs<T, T, T, W> a;
   fill(a);
   a.bias = static_cast<const W*>(c.bias);
   a.mean = c.mean;
-  return normkit::add_layer_norm_forward(a, c.stream, opt);
+  return plan ? normkit::add_layer_norm_plan(a, plan, opt) : normkit::add_layer_norm_forward(a, c.stream, opt);
+}
+
+normkit::Status dispatch(const AddNormCall& c, normkit::LaunchPlan* plan) {
+  switch (c.x_type) {
+    case DType::kF32:
+      return c.w_type == DType::kF32 ? run<float, float>(c, plan) : normkit::Status::kErrorUnsupportedType;
+    case DType::kF16: return c.w_type == DType::kF16 ? run<normkit::half, normkit::half>(c, plan)
+                                                      : normkit::Status::kErrorUnsupportedType;
+    case DType::kBF16:
+      return c.w_type == DType::kBF16 ? run<normkit::bfloat16, normkit::bfloat16>(c, plan)
+                                      : run<normkit::bfloat16, float>(c, plan);
+  }
+  return normkit::Status::kErrorUnsupportedType;
 }
 
 }  // namespace
 
-normkit::Status launch_add_norm(const AddNormCall& c) {
-  switch (c.x_type) {
-    case DType::kF32: return c.w_type == DType::kF32 ? run<float, float>(c) : normkit::Status::kErrorUnsupportedType;
-    case DType::kF16: return c.w_type == DType::kF16 ? run<normkit::half, normkit::half>(c)
-                                                      : normkit::Status::kErrorUnsupportedType;
-    case DType::kBF16:
-      return c.w_type == DType::kBF16 ? run<normkit::bfloat16, normkit::bfloat16>(c)
-                                      : run<normkit::bfloat16, float>(c);
-  }
-  return normkit::Status::kErrorUnsupportedType;
-}
+normkit::Status launch_add_norm(const AddNormCall& c) { return dispatch(c, nullptr); }
+normkit::Status plan_add_norm(const AddNormCall& c, normkit::LaunchPlan* plan) { return dispatch(c, plan); }
 
 }  // namespace nktest

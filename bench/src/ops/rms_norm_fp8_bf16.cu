@@ -1,6 +1,9 @@
 // bench/src/ops/rms_norm_fp8_bf16.cu: registers RMSNorm with a bf16 input and an fp8
-// (e4m3) output with dynamic per-row scales.
+// (e4m3) output, with dynamic per-row scales and with a static per-tensor scale. The
+// launcher instantiates both kernels for either call, so they share this file.
 #include "../fused_ops.cuh"
 
-static const bool kRegistered = nkbench::register_op(
-    nkbench::make_op_spec<nkbench::RmsNormQuantBench<normkit::bfloat16, normkit::float8_e4m3>>());
+static const bool kRegistered =
+    nkbench::register_op(nkbench::make_op_spec<nkbench::RmsNormQuantBench<normkit::bfloat16, normkit::float8_e4m3>>()) &&
+    nkbench::register_op(
+        nkbench::make_op_spec<nkbench::RmsNormQuantStaticBench<normkit::bfloat16, normkit::float8_e4m3>>());
