@@ -874,9 +874,9 @@ static_assert(!normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::Me
 // Which problems row_cluster_registers prefetches (kernel::kPrefetchesRows):
 // plain 16-bit RMSNorm rows and fp32 LayerNorm rows; not fp32 RMSNorm rows
 // (relayed), not fused adds (they lost with any ring), not 16-bit LayerNorm
-// (not measured), not rows that need their maximum (ringed or rolled), not
-// rows quantized with a static scale (not run with the ring); and no
-// problem both prefetches and rings, rolls or relays.
+// (not measured), not rows that need their maximum (ringed or rolled); rows
+// quantized with a static scale as the plain rows of their types (change
+// 99); and no problem both prefetches and rings, rolls or relays.
 template <class T, class Stats = normkit::stats::MeanSquare>
 using PlainProblem =
     normkit::Problem<T, Stats, normkit::epilogue::Scale<T>, normkit::input::Plain<T>, normkit::output::Convert<T>>;
@@ -892,13 +892,16 @@ static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::MeanSquare,
                                             normkit::epilogue::Scale<normkit::bfloat16>, DynamicFp8>>);
 static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::TwoPass,
                                             normkit::epilogue::Affine<normkit::bfloat16>, DynamicFp8>>);
-static_assert(!kPrefetchesRows<QuantProblem<void, normkit::stats::MeanSquare,
-                                            normkit::epilogue::Scale<normkit::bfloat16>,
-                                            normkit::output::QuantStatic<normkit::float8_e4m3>>> &&
-                  !kPrefetchesRows<normkit::Problem<float, normkit::stats::TwoPass, normkit::epilogue::Scale<float>,
-                                                    normkit::input::Plain<float>,
-                                                    normkit::output::QuantStatic<int8_t>>>,
-              "rows quantized with a static scale keep the plain loop");
+static_assert(kPrefetchesRows<QuantProblem<void, normkit::stats::MeanSquare,
+                                           normkit::epilogue::Scale<normkit::bfloat16>,
+                                           normkit::output::QuantStatic<normkit::float8_e4m3>>> &&
+                  kPrefetchesRows<normkit::Problem<float, normkit::stats::TwoPass, normkit::epilogue::Scale<float>,
+                                                   normkit::input::Plain<float>, normkit::output::QuantStatic<int8_t>>>,
+              "rows quantized with a static scale are prefetched as plain rows are");
+static_assert(!kPrefetchesRows<normkit::Problem<float, normkit::stats::MeanSquare, normkit::epilogue::Scale<float>,
+                                                normkit::input::Plain<float>,
+                                                normkit::output::QuantStatic<normkit::float8_e4m3>>>,
+              "fp32 RMSNorm rows relay, whatever their output");
 static_assert(!kPrefetchesRows<PlainProblem<normkit::bfloat16, normkit::stats::TwoPass>>,
               "16-bit LayerNorm keeps the plain loop");
 static_assert(kPrefetchesRows<PlainProblem<float, normkit::stats::TwoPass>> &&

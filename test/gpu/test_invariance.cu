@@ -537,6 +537,60 @@ TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
   }
 }
 
+// Rows quantized with a static scale are prefetched too (change 99): row
+// `probe` of a batch (a cluster's second or later row, read from the ring)
+// must keep the bits it has alone, and the whole batch those of the same
+// rows one element off alignment (the checked plain loop, no ring); bf16
+// RMSNorm to fp8 and int8 in clusters of 2 and 4.
+TEST(BatchInvariance, PrefetchedStaticQuantRowsKeepTheirBits) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  const std::pair<int64_t, int64_t> lengths[] = {{131072, 150}, {262144, 80}};  // N, rows
+  for (const auto& length : lengths) {
+    const int64_t n = length.first, batch = length.second;
+    if (left_to_plain_run(n)) continue;
+    const int64_t probe = batch - 3;
+    DeviceBuffer x(batch * n * 2), xm(batch * n * 2 + 16), y(batch * n), w(n * 2);
+    fill_random(x, seed + n);
+    fill_random(w, seed + n + 1);
+    ASSERT_EQ(cudaMemcpy(xm.data() + 2, x.data(), x.size(), cudaMemcpyDeviceToDevice), cudaSuccess);
+    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+      const std::string what = std::string(nktest::qtype_name(q)) + " static N=" + std::to_string(n);
+      normkit::LaunchPlan ran;
+      auto quant_from = [&](unsigned char* xs, int64_t first, int64_t rows) {
+        nktest::QuantCall c;
+        c.q_type = q;
+        c.x = xs + first * n * 2;
+        c.y = y.data() + first * n;
+        c.weight = w.data();
+        c.static_scale = 0.05f;
+        c.rows = rows;
+        c.cols = n;
+        c.launched = &ran;
+        return nktest::launch_quant(c);
+      };
+      auto quant = [&](int64_t first, int64_t rows) { return quant_from(x.data(), first, rows); };
+      const auto alone = output_row(quant, y, n, probe, 1, probe);
+      ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
+      EXPECT_EQ(ran.smem_bytes, ring) << what << ": the prefetching loop";
+      for (auto [first, rows] : {std::pair<int64_t, int64_t>{probe - 1, 3}, {1, batch - 1}, {0, batch}}) {
+        EXPECT_EQ(output_row(quant, y, n, first, rows, probe), alone)
+            << what << ": row " << probe << " in a batch of " << rows << " starting at " << first;
+      }
+      // y holds the whole batch (the last launch); now from x one element off.
+      std::vector<unsigned char> aligned(batch * n), misaligned(batch * n);
+      ASSERT_EQ(cudaMemcpy(aligned.data(), y.data(), aligned.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+      ASSERT_EQ(quant_from(xm.data() + 2, 0, batch), normkit::Status::kSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(ran.smem_bytes, 0u) << what << ": misaligned rows run the checked loop";
+      ASSERT_EQ(cudaMemcpy(misaligned.data(), y.data(), misaligned.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_TRUE(aligned == misaligned) << what << ": prefetched rows differ from the checked loop's";
+    }
+  }
+}
+
 // Per-row fp8 and int8 rows in row_cluster_registers are rolled (change 78):
 // a cluster's first row is loaded before its loop, every later one by the
 // previous row's output walk. Row `probe` of the whole batch is a cluster's

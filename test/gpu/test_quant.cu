@@ -324,6 +324,58 @@ TEST(Quant, RolledRowsManyPerCluster) {
   }
 }
 
+// Rows quantized with a static scale in row_cluster_registers read their
+// first slots from the prefetch ring (kernel/row_prefetch.cuh,
+// kPrefetchesRows: change 99), as plain rows of their types do: bf16
+// RMSNorm in clusters of 2 (N = 131072: 66 on the H200) and 4 (262144: 30-33),
+// fp32 LayerNorm in clusters of 2 (65536) and 4 (131072), with 2-5 rows a
+// cluster so that each ring turns over, x strided (still slot-aligned), and
+// the plan that ran checked to be the prefetching one; misaligned rows run
+// the checked plain loop, without the ring.
+TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
+  NK_REQUIRE_GPU();
+  struct Case {
+    Op op;
+    DType x;
+    int64_t cols, rows, x_pad;
+    int cluster;
+  };
+  const Case cases[] = {{Op::kRmsNorm, DType::kBF16, 131072, 150, 0, 2},
+                        {Op::kRmsNorm, DType::kBF16, 262144, 80, 128, 4},
+                        {Op::kLayerNorm, DType::kF32, 65536, 150, 64, 2},
+                        {Op::kLayerNorm, DType::kF32, 131072, 80, 0, 4}};
+  const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  for (QType q : {QType::kE4M3, QType::kInt8}) {
+    for (const Case& k : cases) {
+      // Under compute-sanitizer the rows of 131072 (clusters of 2 and 4)
+      // stand for the longer ones, which the plain run checks.
+      if (nktest::quick_mode() && k.cols > 131072) continue;
+      QuantCase c;
+      c.op = k.op;
+      c.x = k.x;
+      c.q = q;
+      c.dynamic = false;
+      c.cols = k.cols;
+      c.rows = k.rows;
+      c.x_pad = k.x_pad;
+      normkit::LaunchPlan ran;
+      c.launched = &ran;
+      check_quant(c);
+      EXPECT_EQ(ran.shape, Shape::kRowInClusterRegisters) << "N=" << k.cols;
+      EXPECT_EQ(ran.cluster, k.cluster) << "N=" << k.cols;
+      EXPECT_EQ(ran.threads, normkit::kernel::kPrefetchTeam) << "N=" << k.cols;
+      EXPECT_EQ(ran.smem_bytes, ring) << "N=" << k.cols << ": the prefetching loop";
+      QuantCase misaligned = c;
+      misaligned.rows = 3;
+      misaligned.x_pad = 0;
+      misaligned.x_shift = 1;
+      check_quant(misaligned);
+      EXPECT_EQ(ran.shape, Shape::kRowInClusterRegisters) << "N=" << k.cols;
+      EXPECT_EQ(ran.smem_bytes, 0u) << "N=" << k.cols << ": misaligned rows run the checked loop, without the ring";
+    }
+  }
+}
+
 // The paired register forms (half the threads or lanes, two lanes' slots
 // each: kernel/row_per_block.cuh, kernel/rows_per_warp.cuh) against the
 // float64 reference and bitwise against the unpaired forms, for every

@@ -1,6 +1,7 @@
 // normkit/kernel/row_prefetch.cuh: row_cluster_registers' loop for 16-bit
-// RMSNorm rows and fp32 LayerNorm rows of plain x, with outputs that do not
-// quantize (kPrefetchesRows), slot-aligned, in CTAs of 1024 threads: each
+// RMSNorm rows and fp32 LayerNorm rows of plain x, with outputs that need
+// no row maximum (converted, or quantized with a static scale:
+// kPrefetchesRows), slot-aligned, in CTAs of 1024 threads: each
 // CTA holds its
 // part of a row in registers, as the kernel's plain loop does, but reads the
 // first kPrefetchSlots slots of it from a small ring in shared memory that
@@ -61,10 +62,10 @@ NORMKIT_HOST_DEVICE constexpr size_t prefetch_smem_bytes(int threads) {
 
 /// Whether row_cluster_registers prefetches this problem's rows: rows that
 /// are x's bytes as they are (the copy engine moves them; a fused add lost
-/// with any ring, above), whose output does not quantize (per-row-quantized
+/// with any ring, above), whose output needs no row maximum (per-row-quantized
 /// rows ring or roll: kRingsRows, kRollsRows; rows quantized with a static
-/// scale were not run with the ring, so they keep the plain loop), in
-/// 16-byte slots;
+/// scale are prefetched as plain rows are: docs/performance.md, change 99),
+/// in 16-byte slots;
 /// of a 16-bit type where the statistics read them only before their first
 /// reduction (RMSNorm's MeanSquare: changes 94 and 96; 16-bit LayerNorm
 /// was not measured with it), of a 4-byte type where they do not (4-byte
@@ -74,7 +75,7 @@ NORMKIT_HOST_DEVICE constexpr size_t prefetch_smem_bytes(int threads) {
 template <class Problem>
 inline constexpr bool kPrefetchesRows =
     Problem::Input::kIsPlainCopy && std::is_same_v<typename Problem::X, typename Problem::Storage> &&
-    !Problem::Output::kNeedsRowAbsMax && !detail::ScalesByFactor<typename Problem::Output>::value &&
+    !Problem::Output::kNeedsRowAbsMax &&
     sizeof(detail::RawSlot<typename Problem::Storage, Problem::kVec>) == 16 &&
     (sizeof(typename Problem::Storage) == 2 ? stats::walks_before_reducing_v<typename Problem::Stats>
                                              : !stats::walks_before_reducing_v<typename Problem::Stats>);
