@@ -379,9 +379,10 @@ TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
 // The paired register forms (half the threads or lanes, two lanes' slots
 // each: kernel/row_per_block.cuh, kernel/rows_per_warp.cuh) against the
 // float64 reference and bitwise against the unpaired forms, for every
-// per-row-quantized problem the plan lets pair (RMSNorm 16-bit and fp32,
-// LayerNorm fp32) and some it does not (16-bit LayerNorm; 4099, not whole;
-// 16-bit 128 and fp32 128, groups spanning 32 columns; misaligned x, which
+// quantized problem the plan lets pair (RMSNorm 16-bit and fp32, LayerNorm
+// fp32; per-row scales and, since change 100, static ones) and some it does
+// not (16-bit LayerNorm; 4099, not whole; 16-bit 128 and fp32 128, groups
+// spanning 32 columns; static rows of up to 2 KiB; misaligned x, which
 // runs the checked forms). Lanes of 3 slots (N = 192, 384, 768) and threads
 // of 5 (16-bit N = 2560, 5120; fp32 2560) pair as those of 4 do. Pairing
 // on, off and automatic must give the same bits.
@@ -392,6 +393,7 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
     DType x;
     QType q;
     std::vector<std::pair<int64_t, bool>> lengths;  ///< N, and whether the plan pairs it
+    bool dynamic = true;                            ///< per-row scales; false: a static scale
   };
   // 192, 384 and 768: 3-slot lanes (groups of 8, 16 and 32); 128: groups of 4, not paired.
   const std::vector<std::pair<int64_t, bool>> sixteen_bit = {
@@ -409,7 +411,14 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
       {Op::kRmsNorm, DType::kF32, QType::kE4M3,
        {{256, true}, {384, true}, {1024, true}, {2048, true}, {2560, true}, {4096, true}, {8192, true}}},
       {Op::kLayerNorm, DType::kF32, QType::kE4M3,
-       {{128, false}, {512, true}, {1024, true}, {2048, true}, {2560, true}, {4096, true}, {8192, true}}}};
+       {{128, false}, {512, true}, {1024, true}, {2048, true}, {2560, true}, {4096, true}, {8192, true}}},
+      // Static scales (change 100): row_per_block's rows pair as per-row
+      // scales' do; rows of up to 2 KiB keep plain rows' 2-slot lanes.
+      {Op::kRmsNorm, DType::kBF16, QType::kE4M3,
+       {{256, false}, {1024, false}, {2048, true}, {5120, true}, {12288, true}, {16384, true}}, false},
+      {Op::kRmsNorm, DType::kBF16, QType::kInt8, {{4096, true}, {16384, true}}, false},
+      {Op::kLayerNorm, DType::kF32, QType::kInt8, {{2048, true}, {8192, true}}, false},
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, {{8192, false}}, false}};
   for (const Problem& pr : problems) {
     for (const auto& [n, pairs] : pr.lengths) {
       for (int64_t shift : {0, 1}) {
@@ -421,6 +430,7 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
         c.rows = 19;
         c.x_shift = shift;
         c.x_pad = shift * 8;
+        c.dynamic = pr.dynamic;
         c.seed = nktest::fresh_seed();
         // Whether the plan (a function of N and the types) pairs the row is
         // checked, so that a plan that never paired would fail here rather
@@ -430,10 +440,15 @@ TEST(Quant, PairedRowsGiveTheSameBitsAsUnpaired) {
         call.x_type = pr.x;
         call.q_type = pr.q;
         call.cols = n;
-        call.row_scales = reinterpret_cast<float*>(16);  // planned only, never touched
+        if (pr.dynamic) {
+          call.row_scales = reinterpret_cast<float*>(16);  // planned only, never touched
+        } else {
+          call.static_scale = 1.f;
+        }
         normkit::LaunchPlan plan;
         ASSERT_EQ(nktest::plan_quant(call, &plan), normkit::Status::kSuccess);
-        EXPECT_EQ(plan.may_pair, pairs) << nktest::dtype_name(pr.x) << " N=" << n;
+        EXPECT_EQ(plan.may_pair, pairs) << nktest::dtype_name(pr.x) << " N=" << n
+                                        << (pr.dynamic ? " per-row" : " static");
         QuantOutputs unpaired, paired, automatic;
         normkit::LaunchPlan ran;
         c.launched = &ran;

@@ -253,6 +253,13 @@ TEST(Plan, RowsStayOnChipUpTo512KiB) {
 
 RowFormat quant_row(RowFormat f) {
   f.needs_on_chip = true;
+  f.quantized = true;
+  return f;
+}
+
+/// Rows quantized with a static scale: quantized, but not kept on chip.
+RowFormat static_row(RowFormat f) {
+  f.quantized = true;
   return f;
 }
 
@@ -325,8 +332,8 @@ RowFormat folding(RowFormat f) {
 }
 
 // The paired row_per_block form (4-slot rows in half the threads, the same
-// bits; the launcher takes it for batches past the L2 cache): per-row-
-// quantized rows of 4-32 KiB at 4 slots a thread in an even number of whole
+// bits; the launcher takes it for batches past the L2 cache): quantized
+// rows (per-row or static scales) of 4-32 KiB at 4 slots a thread in an even number of whole
 // warps, with statistics that fold by part, not 16-bit rows with two
 // reductions. A pure function of N and the types.
 TEST(Plan, QuantizedFourSlotRowsMayPair) {
@@ -340,7 +347,12 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), h200(), Shape::kRowPerBlock).may_pair) << n;
     EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), a100()).may_pair) << n;
     EXPECT_FALSE(plan_of(quant_row(bf16_row(n)), h200()).may_pair) << n;        // statistics that do not fold by part
-    EXPECT_FALSE(plan_of(folding(bf16_row(n)), h200()).may_pair) << n;          // not quantized per row
+    EXPECT_FALSE(plan_of(folding(bf16_row(n)), h200()).may_pair) << n;          // not quantized
+    // Static scales pair too (change 100), with the plan of plain rows otherwise.
+    const LaunchPlan s = plan_of(folding(static_row(bf16_row(n))), h200());
+    EXPECT_TRUE(s.may_pair) << n;
+    EXPECT_EQ(s.shape, Shape::kRowPerBlock) << n;
+    EXPECT_EQ(s.vecs, 4) << n;
     EXPECT_FALSE(plan_of(folding(two_pass_row(quant_row(bf16_row(n)))), h200()).may_pair) << n;  // 16-bit LayerNorm
   }
   for (int64_t n : {1024, 2048, 4096, 8192}) {  // fp32: 4-32 KiB, both statistics
@@ -360,7 +372,8 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
       EXPECT_TRUE(p.may_pair) << f.cols;
     }
     EXPECT_NE(plan_of(quant_row(f), h200()).vecs, 5) << f.cols;  // statistics that do not fold by part
-    EXPECT_NE(plan_of(folding(f), h200()).vecs, 5) << f.cols;    // not quantized per row
+    EXPECT_NE(plan_of(folding(f), h200()).vecs, 5) << f.cols;    // not quantized
+    EXPECT_EQ(plan_of(folding(static_row(f)), h200()).vecs, 5) << f.cols;
   }
   EXPECT_NE(plan_of(folding(two_pass_row(quant_row(bf16_row(5120)))), h200()).vecs, 5);  // 16-bit LayerNorm
   // rows_per_warp: groups spanning at least 64 columns (bf16: 8-32 lanes;

@@ -71,6 +71,9 @@ struct RowFormat {
   int vec = 0;                 ///< elements per slot (16 bytes of x)
   int storage_bytes = 0;       ///< bytes per element when a row is staged in shared memory
   bool needs_on_chip = false;  ///< the output needs the whole row on chip (per-row quantization)
+  /// The output quantizes (per-row or static scale: Output::kScalesByFactor),
+  /// so its rows may pair (types_may_pair).
+  bool quantized = false;
   int row_reductions = 1;      ///< reductions per row of a row held in registers (TwoPass: 2)
   bool folds_each_part = false;  ///< the statistics fold through fold_slots (kFoldsEachPart)
   bool relays_rows = false;  ///< row_cluster_registers relays these rows (kernel::kRelaysRows)
@@ -240,15 +243,15 @@ inline int preferred_vecs(const RowFormat& f) {
 
 /// Whether a problem's types let its rows pair at all (pairs_fit's part that
 /// does not depend on N; the launcher instantiates paired kernels only where
-/// it holds): an output that needs the row on chip, statistics that fold by
-/// part, and 8 slots a thread allowed.
-constexpr bool types_may_pair(bool needs_on_chip, bool folds_each_part, int row_reductions, int storage_bytes,
+/// it holds): a quantized output (per-row or static scale: change 100),
+/// statistics that fold by part, and 8 slots a thread allowed.
+constexpr bool types_may_pair(bool quantized, bool folds_each_part, int row_reductions, int storage_bytes,
                               int vec) {
-  return needs_on_chip && folds_each_part && allows_wide_slots(row_reductions, storage_bytes, vec);
+  return quantized && folds_each_part && allows_wide_slots(row_reductions, storage_bytes, vec);
 }
 
-/// Whether a register plan may run paired (see LaunchPlan::may_pair): an output
-/// that needs the row on chip (per-row quantization), 4 slots per thread (3
+/// Whether a register plan may run paired (see LaunchPlan::may_pair): a
+/// quantized output (per-row or static scale), 4 slots per thread (3
 /// in rows_per_warp, 5 in row_per_block) that hold the row exactly, only
 /// where 8 slots per thread are allowed (allows_wide_slots: registers) and
 /// the statistics fold by part; in row_per_block, an even number of whole
@@ -261,13 +264,15 @@ constexpr bool types_may_pair(bool needs_on_chip, bool folds_each_part, int row_
 /// -> 99-100.5% of the copy, int8 84-93.5% -> 96.5-99.5% (change 41); bf16
 /// N = 5120 at 5 slots, fp8 94.8% -> 100.4%, int8 93.1% -> 98.4% (change
 /// 47); paired plain and fused-add rows (16-bit and fp32, N = 8192-16384)
-/// gained nothing (within a point, some 1-3 lower), so only
-/// per-row-quantized rows pair.
+/// gained nothing (within a point, some 1-3 lower), so only quantized rows
+/// pair: per-row scales, and since change 100 static ones (bf16 N = 16384,
+/// fp8 93% of the copy unpaired: 512 threads at 47 registers, two CTAs an
+/// SM).
 /// rows_per_warp (changes 42 and 46, with 8-slot lanes at 80 registers):
 /// bf16 N = 256-1024, fp8 95-97% -> 99.7-102%, int8 92-97% -> 98.6-101.8%;
 /// N = 128 (2 lanes paired) 95% -> 58%.
 inline bool pairs_fit(const RowFormat& f, const LaunchPlan& p) {
-  if (!types_may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) return false;
+  if (!types_may_pair(f.quantized, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) return false;
   if (p.shape == Shape::kRowsPerWarp) {
     return (p.vecs == 3 || p.vecs == 4) && int64_t{p.group} * f.vec >= PlanTuning::kPairedMinGroupColumns &&
            f.cols == int64_t{p.group} * p.vecs * f.vec;
@@ -315,7 +320,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
     int vecs = 0;
     int64_t threads = 0;
     if (max_vecs == 4 && !(fours > 0 && fours % 64 == 0) && fives > 0 && fives % 64 == 0 &&
-        types_may_pair(f.needs_on_chip, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) {
+        types_may_pair(f.quantized, f.folds_each_part, f.row_reductions, f.storage_bytes, f.vec)) {
       vecs = 5;
       threads = fives;
     }
