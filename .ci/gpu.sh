@@ -140,6 +140,8 @@ if [ ${#tools[@]} -gt 0 ]; then
         # above), so a second shard would run none and the sanitizer would
         # report that as an error (device run 33).
         test_gpu_large) shards=$([ "$tool" = racecheck ] && echo 1 || echo "${SHARDS_MID:-2}") ;;
+        # test_gpu_quant under racecheck ran past the stage whole (run 244: 420 s).
+        test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_layout | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         *) shards=1 ;;
       esac

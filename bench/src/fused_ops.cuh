@@ -159,25 +159,21 @@ inline constexpr float kStaticScale = 1.0f / 32.0f;
 
 /// y = quantize(RMSNorm(x) * weight / static_scale): one host scale for the
 /// tensor (a quantizer calibrated ahead of time), no row scales; x and
-/// weight T, y Q. Rows need not stay on chip, so every N plans.
+/// weight T, y Q. Rows need not stay on chip, so every N plans. The calls
+/// (forward, plan) and the small-batch set are the per-row op's.
 template <class T, class Q>
-struct RmsNormQuantStaticBench {
+struct RmsNormQuantStaticBench : RmsNormQuantBench<T, Q> {
   static constexpr const char* kName = quant_static_op_name<Q>();
-  using X = T;
-  using Args = normkit::RmsNormQuantArgs<T, Q, T>;
+  using Args = typename RmsNormQuantBench<T, Q>::Args;
 
   /// x read, y (Q) written, weight read once.
   static int64_t bytes_moved(int64_t rows, int64_t cols) {
     return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + cols * int64_t(sizeof(T));
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
-    Args a;
-    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
-    a.y = mem.alloc<Q>(rows * cols);
-    a.weight = mem.random<T>(cols, 0.5f, 1.5f);
+    Args a = RmsNormQuantBench<T, Q>::make_args(mem, rows, cols);
+    a.row_scales = nullptr;  // (allocated, never written)
     a.static_scale = kStaticScale;
-    a.rows = rows;
-    a.cols = cols;
     return a;
   }
   /// The scale selects the static kernel, so plan() must see it too.
@@ -186,13 +182,6 @@ struct RmsNormQuantStaticBench {
     a.static_scale = kStaticScale;
     a.cols = cols;
     return a;
-  }
-  static std::vector<int64_t> small_batch_cols() { return fused_small_batch_cols(); }
-  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
-    return normkit::rms_norm_quant_forward(a, s, o);
-  }
-  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
-    return normkit::rms_norm_quant_plan(a, p, o);
   }
 };
 

@@ -350,7 +350,8 @@ TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
   for (QType q : {QType::kE4M3, QType::kInt8}) {
     for (const Case& k : cases) {
       // Under compute-sanitizer the rows of 131072 (clusters of 2 and 4)
-      // stand for the longer ones, which the plain run checks.
+      // stand for the longer ones, which the plain run checks, and fewer of
+      // them (still more than the clusters, so that rings turn over).
       if (nktest::quick_mode() && k.cols > 131072) continue;
       QuantCase c;
       c.op = k.op;
@@ -358,7 +359,7 @@ TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
       c.q = q;
       c.dynamic = false;
       c.cols = k.cols;
-      c.rows = k.rows;
+      c.rows = nktest::quick_mode() && k.cols == 131072 ? (k.cluster == 2 ? 80 : 40) : k.rows;
       c.x_pad = k.x_pad;
       normkit::LaunchPlan ran;
       c.launched = &ran;
