@@ -117,14 +117,20 @@ struct RmsNormQuantBench {
     return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + rows * int64_t(sizeof(float)) +
            cols * int64_t(sizeof(T));
   }
-  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+  /// x, y and the weight, as both scalings set them (row_scales and
+  /// static_scale left unset).
+  static Args quant_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
     a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
     a.y = mem.alloc<Q>(rows * cols);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
-    a.row_scales = mem.alloc<float>(rows);
     a.rows = rows;
     a.cols = cols;
+    return a;
+  }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a = quant_args(mem, rows, cols);
+    a.row_scales = mem.alloc<float>(rows);
     return a;
   }
   /// M = 0 as usual, but row_scales must be non-null to select dynamic per-row
@@ -171,8 +177,7 @@ struct RmsNormQuantStaticBench : RmsNormQuantBench<T, Q> {
     return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + cols * int64_t(sizeof(T));
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
-    Args a = RmsNormQuantBench<T, Q>::make_args(mem, rows, cols);
-    a.row_scales = nullptr;  // (allocated, never written)
+    Args a = RmsNormQuantBench<T, Q>::quant_args(mem, rows, cols);
     a.static_scale = kStaticScale;
     return a;
   }

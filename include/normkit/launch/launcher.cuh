@@ -81,10 +81,12 @@ struct Launcher {
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
+  /// The output quantizes (per-row or static scale): RowFormat::quantized.
+  static constexpr bool kQuantized = detail::ScalesByFactor<typename Problem::Output>::value;
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
-      types_may_pair(detail::ScalesByFactor<typename Problem::Output>::value, stats_folds_each_part_v<typename Problem::Stats>,
+      types_may_pair(kQuantized, stats_folds_each_part_v<typename Problem::Stats>,
                      stats::row_reductions_v<typename Problem::Stats>,
                      static_cast<int>(sizeof(typename Problem::Storage)), VEC);
 
@@ -130,7 +132,7 @@ struct Launcher {
     f.vec = VEC;
     f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
-    f.quantized = detail::ScalesByFactor<typename Problem::Output>::value;
+    f.quantized = kQuantized;
     f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     f.relays_rows = kernel::kRelaysRows<Problem>;
