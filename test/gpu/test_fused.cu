@@ -239,6 +239,39 @@ TEST(Fused, MisalignedRowsInPlaceAndOut) {
   }
 }
 
+// add + LayerNorm rows of 16 bits past 128 KiB across a cluster's registers
+// (change 101: clusters of 2 at 131072, of 4 at 262144), more rows than
+// the resident clusters (66 and 30 on the H200), so that clusters take
+// several rows; in place and out, and misaligned (the checked loop).
+TEST(Fused, AddLayerNormRowsManyPerCluster) {
+  NK_REQUIRE_GPU();
+  const bool quick = nktest::quick_mode();
+  struct Case {
+    int64_t cols, rows, shift;
+    bool in_place;
+  };
+  const Case cases[] = {{131072, quick ? 70 : 140, 0, false}, {131072, quick ? 70 : 140, 0, true},
+                        {262144, quick ? 34 : 70, 0, false},  {262144, quick ? 34 : 70, 0, true},
+                        {131072, quick ? 8 : 70, 1, false},    {262144, quick ? 4 : 34, 3, true}};
+  for (const Case& k : cases) {
+    FusedCase c;
+    c.op = Op::kLayerNorm;
+    c.cols = k.cols;
+    c.rows = k.rows;
+    c.shift = k.shift;
+    c.in_place = k.in_place;
+    check_fused(c);
+    nktest::AddNormCall call;
+    call.op = Op::kLayerNorm;
+    call.rows = k.rows;
+    call.cols = k.cols;
+    normkit::LaunchPlan plan;
+    ASSERT_EQ(nktest::plan_add_norm(call, &plan), normkit::Status::kSuccess);
+    EXPECT_EQ(plan.shape, Shape::kRowInClusterRegisters) << describe(c);
+    EXPECT_EQ(plan.cluster, k.cols == 131072 ? 2 : 4) << describe(c);
+  }
+}
+
 TEST(Fused, BadArgumentsAreRejected) {
   // No device needed: validation happens before any CUDA call.
   nktest::AddNormCall c;

@@ -23,8 +23,10 @@ using nktest::Op;
 constexpr int64_t kMaxRows = 67;
 // 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads); 131072: a
 // cluster of 2 CTAs' registers (RMSNorm, plain, fused and quantized; LayerNorm bf16
-// with TwoPass stays staged).
-const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 300000};
+// with TwoPass too since change 101, per-row quantized LayerNorm staged); 262144: a
+// cluster of 4 (RMSNorm prefetched, add + RMSNorm and add + LayerNorm in
+// registers, LayerNorm staged).
+const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 262144, 300000};
 
 // Under compute-sanitizer (nktest::quick_mode) the tests over kLengths and
 // the aligned/misaligned one keep rows up to 65536 and leave the longer ones

@@ -115,6 +115,11 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 0, -1, true, Op::kLayerNorm},
       {DType::kF32, 262144, quick ? 24 : 50, Shape::kAuto, 0, 262144 + 32, false, Op::kLayerNorm},
       {DType::kF32, 131072, quick ? 40 : 70, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
+      // 16-bit LayerNorm rows past 128 KiB in clusters of 2 (change 101):
+      // aligned, misaligned (the checked loop), strided in place.
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
+      {DType::kF16, 131072, quick ? 40 : 100, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
+      {DType::kBF16, 131072, quick ? 40 : 100, Shape::kAuto, 0, 131072 + 64, true, Op::kLayerNorm},
       {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},

@@ -442,7 +442,7 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   // threads x 8 slots (786432: 8 x 1536): staged, as before.
   EXPECT_EQ(plan_of(quant_row(bf16_row(131080)), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(quant_row(bf16_row(786432)), h200()).shape, Shape::kRowInCluster);
-  // Only with clusters, never 16-bit LayerNorm.
+  // Only with clusters, never 16-bit LayerNorm that needs the row on chip.
   EXPECT_EQ(plan_of(quant_row(bf16_row(81920)), a100()).shape, Shape::kRowInSmem);
   EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(65536))), h200()).shape, Shape::kRowInCluster);
   // Rows that need not stay on chip: in clusters of 2, and past what is
@@ -470,7 +470,40 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   fused_two.plain_input = false;
   EXPECT_EQ(plan_of(fused_two, h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
-  EXPECT_EQ(plan_of(two_pass_row(bf16_row(131072)), h200()).shape, Shape::kRowInCluster);
+  // 16-bit rows with two reductions (LayerNorm): a cluster's registers past
+  // 128 KiB of x in clusters of 2, and fused-add ones in clusters of 4;
+  // staged otherwise (change 101).
+  const LaunchPlan ln = plan_of(two_pass_row(bf16_row(131072)), h200());
+  EXPECT_EQ(ln.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(ln.cluster, 2);
+  EXPECT_EQ(ln.threads, 1024);
+  EXPECT_EQ(ln.vecs, 8);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(262144)), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(65536)), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(524288)), h200()).shape, Shape::kStreaming);
+  RowFormat fused_ln = two_pass_row(bf16_row(262144));
+  fused_ln.plain_input = false;
+  const LaunchPlan fl = plan_of(fused_ln, h200());
+  EXPECT_EQ(fl.shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(fl.cluster, 4);
+  EXPECT_EQ(fl.threads, 1024);
+  fused_ln.cols = 65536;
+  EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInCluster);
+  fused_ln.cols = 32768;
+  EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInSmem);
+  // Forced, they take the cluster's registers wherever those hold the row;
+  // 16-bit LayerNorm rows that need the row on chip never do.
+  LaunchPlan forced;
+  ASSERT_EQ(choose_plan(two_pass_row(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &forced),
+            Status::kSuccess);
+  EXPECT_EQ(forced.cluster, 2);
+  EXPECT_EQ(forced.threads, 512);
+  EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(131072))), h200(), Shape::kRowInClusterRegisters, &forced),
+            Status::kErrorUnsupportedShape);
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false));
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true));
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true));
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false));
   // Relayed fp32 rows take a cluster's registers in clusters of 4 as well
   // (change 72); relayed 16-bit rows there stay staged, and clusters of 2
   // and rows past 512 KiB are the same relayed or not.

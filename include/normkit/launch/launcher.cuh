@@ -81,6 +81,12 @@ struct Launcher {
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
+  /// Whether the plan may hold this problem's rows across a cluster's
+  /// registers (only then is row_cluster_registers instantiated).
+  static constexpr bool kClusterRegisterSlots =
+      allows_cluster_register_slots(stats::row_reductions_v<typename Problem::Stats>,
+                                    static_cast<int>(sizeof(typename Problem::Storage)), VEC,
+                                    Problem::Output::kNeedsRowAbsMax);
   /// The output quantizes (per-row or static scale): RowFormat::quantized.
   static constexpr bool kQuantized = detail::ScalesByFactor<typename Problem::Output>::value;
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
@@ -276,14 +282,14 @@ struct Launcher {
     }
   }
 
-  /// A row across a cluster, each CTA's part in registers (planned for
-  /// problems whose rows may take 8 slots a thread; WHOLE when every access
+  /// A row across a cluster, each CTA's part in registers (planned where
+  /// allows_cluster_register_slots holds; WHOLE when every access
   /// is slot-aligned, the parts being whole by plan). Grid: the resident
   /// clusters, striding over the rows; relayed rows (kRelaysRows) park their
   /// parts in relay_smem_bytes of dynamic shared memory.
   static Status run_cluster_registers(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
                                       cudaStream_t stream) {
-    if constexpr (!kWideSlots) {
+    if constexpr (!kClusterRegisterSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
       constexpr int V = PlanTuning::kWideVecs;

@@ -28,8 +28,8 @@ enum class Shape : int {
   kStreaming,     ///< row read from memory once per pass; no limit on N
   /// One cluster per row (sm_90), each CTA holding its part in registers (8
   /// slots per thread, up to 1024 threads); only for problems whose rows may
-  /// take 8 slots a thread, and only rows that split into whole warps of 8
-  /// slots. Automatic for rows that need to stay on chip (per-row
+  /// take 8 slots a thread there (detail::allows_cluster_register_slots), and
+  /// only rows that split into whole warps of 8 slots. Automatic for rows that need to stay on chip (per-row
   /// quantization) past one CTA, and for others where it measured faster
   /// (plan.cuh, registers_beat_staging).
   kRowInClusterRegisters,
@@ -157,9 +157,25 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// 32), and not 16-bit rows with two reductions (TwoPass: LayerNorm): at 8
 /// slots those compile to 64 registers and spill 96 bytes, and N = 32768 ran
 /// at 65% of the copy against 86% staged (docs/performance.md, change 37).
-/// The launcher instantiates 8-slot kernels only where this holds.
+/// The launcher instantiates 8-slot row_per_block kernels only where this
+/// holds. (Measured again in change 101: 16-bit LayerNorm at 8 slots in
+/// row_per_block's roomy form, 512 threads at 124 registers, N = 32768 85.5%
+/// staged -> 81.8%; 1024 threads at 64 registers, 144 bytes of spills, N =
+/// 65536 80.5% -> 50.2%.)
 constexpr bool allows_wide_slots(int row_reductions, int storage_bytes, int vec) {
   return vec * storage_bytes <= 16 && (row_reductions < 2 || storage_bytes >= 4);
+}
+
+/// Whether a problem's rows may be held at 8 slots per thread across a
+/// cluster's registers (row_cluster_registers): where allows_wide_slots
+/// holds, and for 16-bit rows with two reductions (LayerNorm, add +
+/// LayerNorm) whose output does not need the row on chip: in the cluster's
+/// one-walk form (TwoPass with a shift) they spill 16-44 bytes, not 144, and
+/// the plan runs them there only where that measured faster than staging
+/// (registers_beat_staging; change 101). The launcher instantiates
+/// row_cluster_registers only where this holds.
+constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool needs_on_chip) {
+  return allows_wide_slots(row_reductions, storage_bytes, vec) || (vec * storage_bytes <= 16 && !needs_on_chip);
 }
 
 /// The threads that hold `slots` slots at `vecs` each, if they make whole
@@ -389,7 +405,7 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads) {
 /// (change 52; registers_beat_staging).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
-      !allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
+      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, f.needs_on_chip)) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
@@ -439,8 +455,18 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// rows (kernel::kPrefetchesRows) where the plan gave them their ring, in
 /// any cluster: RMSNorm bf16 N = 262144 in clusters of 4, 82.9% staged ->
 /// 86.1% (change 96; the plain loop there 79.4%), LayerNorm fp32 N = 131072
-/// in clusters of 4, 76.5% -> 82.4% (change 97).
+/// in clusters of 4, 76.5% -> 82.4% (change 97). 16-bit rows with two
+/// reductions (allows_wide_slots false: LayerNorm) past 128 KiB of x in
+/// clusters of 2, and fused-add ones in clusters of 4 (change 101, run 246):
+/// LayerNorm bf16 N = 131072 77.5% -> 83.5%, fp16 71.1% -> 79.7%, add +
+/// LayerNorm bf16 131072 82.6% -> 85.5%, 262144 67.4% -> 75.2%; not plain
+/// ones in clusters of 4 (LayerNorm bf16 262144 73.0% staged -> 67.2%), nor
+/// N = 65536 (clusters of 2 of 512 threads: within 1.5 points of staging,
+/// and misaligned rows, which run the checked form, lose more).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
+  if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
+    return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes && (p.cluster == 2 || !f.plain_input);
+  }
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
          (f.prefetches_rows && p.smem_bytes > 0 && p.smem_bytes == cluster_ring_smem_bytes(f, p.threads));

@@ -110,7 +110,8 @@ struct RowReductions<T, std::void_t<decltype(T::kRowReductions)>> : std::integra
 /// Reductions per row a statistics policy makes over a row held in registers
 /// (its optional kRowReductions; 1 without it). The plan holds the rows of a
 /// policy with two in fewer threads, 4 slots each, on short rows (plan.cuh,
-/// preferred_vecs), and never at 8 slots in 16-bit (allows_wide_slots).
+/// preferred_vecs), and in 16-bit never at 8 slots in one CTA
+/// (allows_wide_slots), only across a cluster's (allows_cluster_register_slots).
 template <class Stats>
 inline constexpr int row_reductions_v = detail::RowReductions<Stats>::value;
 
