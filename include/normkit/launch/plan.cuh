@@ -457,7 +457,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 86.1% (change 96; the plain loop there 79.4%), LayerNorm fp32 N = 131072
 /// in clusters of 4, 76.5% -> 82.4% (change 97). 16-bit rows with two
 /// reductions (allows_wide_slots false: LayerNorm) past 128 KiB of x in
-/// clusters of 2, and fused-add ones in clusters of 4 (change 101, run 246):
+/// clusters of 2, and fused-add ones in clusters of 4 (change 101, run 247):
 /// LayerNorm bf16 N = 131072 77.5% -> 83.5%, fp16 71.1% -> 79.7%, add +
 /// LayerNorm bf16 131072 82.6% -> 85.5%, 262144 67.4% -> 75.2%; not plain
 /// ones in clusters of 4 (LayerNorm bf16 262144 73.0% staged -> 67.2%), nor
