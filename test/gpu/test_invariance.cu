@@ -130,13 +130,15 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // loaded ahead), the misaligned ones the checked form. N = 65536 the
 // 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
 // cluster-register kernel (clusters of 2 such CTAs) of RMSNorm, plain, fused
-// and quantized. The fused add also in place (misaligned outputs: y and
+// and quantized, and of 16-bit LayerNorm, plain and fused (change 101);
+// 262144 that of clusters of 4 (add + LayerNorm, add + RMSNorm, RMSNorm
+// prefetched where aligned). The fused add also in place (misaligned outputs: y and
 // residual_out in the checked forms' narrow stores).
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
-  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 32768, 40000, 65536, 131072, 300000}) {
+  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 32768, 40000, 65536, 131072, 262144, 300000}) {
     if (left_to_plain_run(n)) continue;
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);

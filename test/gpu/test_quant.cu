@@ -557,7 +557,9 @@ TEST(Quant, BadScalesAndShapesAreRejected) {
   nktest::QuantCall streaming = c;  // a per-row scale needs the row on chip: never streamed
   streaming.row_scales = reinterpret_cast<float*>(0x2000000);
   streaming.shape = Shape::kStreaming;
-  nktest::QuantCall two_pass = streaming;  // 16-bit LayerNorm rows are never held at 8 slots (they spill)
+  // 16-bit LayerNorm rows with a quantized output are never held at 8 slots
+  // (they spill in row_per_block; unmeasured across a cluster's registers).
+  nktest::QuantCall two_pass = streaming;
   two_pass.op = Op::kLayerNorm;
   two_pass.cols = 65536;
   two_pass.shape = Shape::kRowInClusterRegisters;

@@ -78,12 +78,13 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // current one reduces and is written from shared memory. Enough rows that
 // every cluster runs several (the resident grid strides over them: 66
 // clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
-// are the previous row's relay; aligned (WHOLE) and not. The 16-bit rows
-// (clusters of 2 and 4) and fp32 LayerNorm rows (2, 4, 8) are prefetched
+// are the previous row's relay; aligned (WHOLE) and not. The 16-bit RMSNorm
+// rows (clusters of 2 and 4) and fp32 LayerNorm rows (2, 4, 8) are prefetched
 // instead (kernel/row_prefetch.cuh: the first slots of each
 // row from a ring the copy engine filled during the previous row, each lap
 // flipping its mbarriers' parity), where aligned (strided, in place too);
-// misaligned, they run the checked plain loop.
+// misaligned, they run the checked plain loop. 16-bit LayerNorm rows
+// (clusters of 2: change 101) run the plain loop.
 TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
   NK_REQUIRE_GPU();
   const bool quick = nktest::quick_mode();
@@ -118,8 +119,8 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       // 16-bit LayerNorm rows past 128 KiB in clusters of 2 (change 101):
       // aligned, misaligned (the checked loop), strided in place.
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
-      {DType::kF16, 131072, quick ? 40 : 100, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
-      {DType::kBF16, 131072, quick ? 40 : 100, Shape::kAuto, 0, 131072 + 64, true, Op::kLayerNorm},
+      {DType::kF16, 131072, quick ? 70 : 100, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
+      {DType::kBF16, 131072, quick ? 70 : 100, Shape::kAuto, 0, 131072 + 64, true, Op::kLayerNorm},
       {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
@@ -162,10 +163,10 @@ std::vector<ShapeParam> shape_params() {
     v.push_back({Op::kRmsNorm, DType::kBF16, DType::kBF16, DType::kBF16, StatsKind::kTwoPass, sh});
     v.push_back({Op::kRmsNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, sh});
   }
-  // Rows across a cluster's registers: every problem above whose rows may
-  // take 8 slots a thread (not 16-bit LayerNorm with TwoPass, which spills
-  // there).
+  // Rows across a cluster's registers: every problem above (16-bit
+  // LayerNorm with TwoPass since change 101).
   const Shape regs = Shape::kRowInClusterRegisters;
+  v.push_back({Op::kLayerNorm, DType::kBF16, DType::kBF16, DType::kF32, StatsKind::kTwoPass, regs});
   v.push_back({Op::kLayerNorm, DType::kF32, DType::kF32, DType::kF32, StatsKind::kTwoPass, regs});
   v.push_back({Op::kLayerNorm, DType::kBF16, DType::kBF16, DType::kF32, StatsKind::kWelford, regs});
   v.push_back({Op::kLayerNorm, DType::kF16, DType::kF16, DType::kF16, StatsKind::kWelford, regs});

@@ -487,6 +487,8 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(fl.shape, Shape::kRowInClusterRegisters);
   EXPECT_EQ(fl.cluster, 4);
   EXPECT_EQ(fl.threads, 1024);
+  fused_ln.cols = 524288;  // clusters of 8: streamed, as before (unmeasured in registers)
+  EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kStreaming);
   fused_ln.cols = 65536;
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInCluster);
   fused_ln.cols = 32768;
@@ -501,7 +503,11 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(131072))), h200(), Shape::kRowInClusterRegisters, &forced),
             Status::kErrorUnsupportedShape);
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false));
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true));
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true));  // quantized (static scale too)
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 4, false));  // 8-byte slots: fp32 x, 16-bit residual
+  RowFormat static_ln = two_pass_row(bf16_row(131072));
+  static_ln.quantized = true;  // a static scale: not kept on chip, but quantized
+  EXPECT_EQ(plan_of(static_ln, h200()).shape, Shape::kRowInCluster);
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true));
   EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false));
   // Relayed fp32 rows take a cluster's registers in clusters of 4 as well

@@ -81,14 +81,14 @@ struct Launcher {
   static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
                                                        static_cast<int>(sizeof(typename Problem::Storage)), VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
+  /// The output quantizes (per-row or static scale): RowFormat::quantized.
+  static constexpr bool kQuantized = detail::ScalesByFactor<typename Problem::Output>::value;
   /// Whether the plan may hold this problem's rows across a cluster's
   /// registers (only then is row_cluster_registers instantiated).
   static constexpr bool kClusterRegisterSlots =
       allows_cluster_register_slots(stats::row_reductions_v<typename Problem::Stats>,
                                     static_cast<int>(sizeof(typename Problem::Storage)), VEC,
-                                    Problem::Output::kNeedsRowAbsMax);
-  /// The output quantizes (per-row or static scale): RowFormat::quantized.
-  static constexpr bool kQuantized = detail::ScalesByFactor<typename Problem::Output>::value;
+                                    kQuantized || Problem::Output::kNeedsRowAbsMax);
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =

@@ -168,14 +168,17 @@ constexpr bool allows_wide_slots(int row_reductions, int storage_bytes, int vec)
 
 /// Whether a problem's rows may be held at 8 slots per thread across a
 /// cluster's registers (row_cluster_registers): where allows_wide_slots
-/// holds, and for 16-bit rows with two reductions (LayerNorm, add +
-/// LayerNorm) whose output does not need the row on chip: in the cluster's
-/// one-walk form (TwoPass with a shift) they spill 16-44 bytes, not 144, and
+/// holds, and for rows of 16-bit x with two reductions (LayerNorm, add +
+/// LayerNorm: 16-byte slots of 2-byte elements) whose output neither
+/// quantizes nor needs the row's maximum (`scaled_output` false): in the
+/// cluster's one-walk form (TwoPass with a shift) their WHOLE kernels
+/// spill 16-44 bytes, not 144 (the checked ones 660-888), and
 /// the plan runs them there only where that measured faster than staging
-/// (registers_beat_staging; change 101). The launcher instantiates
+/// (registers_beat_staging; change 101). Not fp32 x with a 16-bit residual,
+/// nor scaled outputs: unmeasured there. The launcher instantiates
 /// row_cluster_registers only where this holds.
-constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool needs_on_chip) {
-  return allows_wide_slots(row_reductions, storage_bytes, vec) || (vec * storage_bytes <= 16 && !needs_on_chip);
+constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool scaled_output) {
+  return allows_wide_slots(row_reductions, storage_bytes, vec) || (vec * storage_bytes == 16 && !scaled_output);
 }
 
 /// The threads that hold `slots` slots at `vecs` each, if they make whole
@@ -405,7 +408,7 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads) {
 /// (change 52; registers_beat_staging).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
-      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, f.needs_on_chip)) {
+      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, f.quantized || f.needs_on_chip)) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
@@ -457,7 +460,8 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 86.1% (change 96; the plain loop there 79.4%), LayerNorm fp32 N = 131072
 /// in clusters of 4, 76.5% -> 82.4% (change 97). 16-bit rows with two
 /// reductions (allows_wide_slots false: LayerNorm) past 128 KiB of x in
-/// clusters of 2, and fused-add ones in clusters of 4 (change 101, run 247):
+/// clusters of 2, and fused-add ones in clusters of 4 too, not 8 (change
+/// 101, run 247):
 /// LayerNorm bf16 N = 131072 77.5% -> 83.5%, fp16 71.1% -> 79.7%, add +
 /// LayerNorm bf16 131072 82.6% -> 85.5%, 262144 67.4% -> 75.2%; not plain
 /// ones in clusters of 4 (LayerNorm bf16 262144 73.0% staged -> 67.2%), nor
@@ -465,7 +469,8 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// and misaligned rows, which run the checked form, lose more).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
-    return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes && (p.cluster == 2 || !f.plain_input);
+    return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes &&
+           (p.cluster == 2 || (!f.plain_input && p.cluster == 4));
   }
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
