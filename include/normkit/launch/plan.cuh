@@ -29,9 +29,9 @@ enum class Shape : int {
   /// One cluster per row (sm_90), each CTA holding its part in registers (8
   /// slots per thread, up to 1024 threads); only for problems whose rows may
   /// take 8 slots a thread there (detail::allows_cluster_register_slots), and
-  /// only rows that split into whole warps of 8 slots. Automatic for rows that need to stay on chip (per-row
-  /// quantization) past one CTA, and for others where it measured faster
-  /// (plan.cuh, registers_beat_staging).
+  /// only rows that split into whole warps of 8 slots. Automatic for rows
+  /// that need to stay on chip (per-row quantization) past one CTA, and for
+  /// others where it measured faster (plan.cuh, registers_beat_staging).
   kRowInClusterRegisters,
 };
 
