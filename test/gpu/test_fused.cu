@@ -269,6 +269,41 @@ TEST(Fused, AddLayerNormRowsManyPerCluster) {
   }
 }
 
+// add + LayerNorm rows of 16 bits past 32 KiB up to 64 KiB in one CTA of
+// up to 1024 threads at 4 slots, alone on its SM, TwoPass in one walk
+// (change 104): whole rows (24576: 768 threads; 32768: 1024), rows the
+// checked form holds (16385: one partial slot, 544 threads; 20000: 2500
+// slots in 640 threads), in place and out, strided, misaligned (the
+// checked form; in place the shifted stores), bf16 and fp16.
+TEST(Fused, AddLayerNormRowsInOneCtaOf1024Threads) {
+  NK_REQUIRE_GPU();
+  struct Case {
+    int64_t cols, threads, shift, stride;
+    DType t;
+  };
+  const Case cases[] = {{32768, 1024, 0, -1, DType::kBF16},       {32768, 1024, 0, 32768 + 24, DType::kF16},
+                        {24576, 768, 0, -1, DType::kBF16},        {20000, 640, 0, -1, DType::kBF16},
+                        {16385, 544, 0, 16385 + 7, DType::kBF16}, {32768, 1024, 1, -1, DType::kBF16},
+                        {24576, 768, 3, 24576 + 5, DType::kF16}};
+  for (const Case& k : cases) {
+    for (bool in_place : {false, true}) {
+      FusedCase c;
+      c.op = Op::kLayerNorm;
+      c.t = c.w = k.t;
+      c.cols = k.cols;
+      c.rows = nktest::quick_mode() ? 5 : 150;  // more rows than SMs: CTAs follow one another on an SM
+      c.shift = k.shift;
+      c.stride = k.stride;
+      c.in_place = in_place;
+      normkit::LaunchPlan plan;
+      check_fused(c, &plan);
+      EXPECT_EQ(plan.shape, Shape::kRowPerBlock) << describe(c);
+      EXPECT_EQ(plan.vecs, 4) << describe(c);
+      EXPECT_EQ(plan.threads, k.threads) << describe(c);
+    }
+  }
+}
+
 TEST(Fused, BadArgumentsAreRejected) {
   // No device needed: validation happens before any CUDA call.
   nktest::AddNormCall c;

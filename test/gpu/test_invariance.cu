@@ -21,7 +21,8 @@ using nktest::DType;
 using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
-// 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads); 131072: a
+// 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads; 16-bit
+// LayerNorm at 32768: 1024 threads of 4 slots, change 104); 131072: a
 // cluster of 2 CTAs' registers (RMSNorm, plain, fused and quantized; LayerNorm bf16
 // with TwoPass too since change 101, per-row quantized LayerNorm staged); 262144: a
 // cluster of 4 (RMSNorm prefetched, add + RMSNorm and add + LayerNorm in
@@ -125,7 +126,8 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // kernel when misaligned; N = 5120 the 5-slot row_per_block kernel of the
 // per-row-quantized outputs (fp8 and int8), checked and WHOLE; N = 32768 the
 // 8-slot row_per_block kernel in CTAs of 512 threads (fused add: its roomy
-// form, WHOLE and checked). With 37 rows (no more than the SMs) the aligned
+// form, WHOLE and checked), and for 16-bit LayerNorm, plain and fused, 4
+// slots in CTAs of 1024 threads (24576: 768; change 104). With 37 rows (no more than the SMs) the aligned
 // row_per_block rows run the roomy form (below 8 slots with the parameters
 // loaded ahead), the misaligned ones the checked form. N = 65536 the
 // 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
@@ -138,7 +140,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
   const int64_t rows = 37;  // not a multiple of the rows a rows_per_warp CTA holds
-  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 32768, 40000, 65536, 131072, 262144, 300000}) {
+  for (int64_t n : {64, 256, 384, 768, 1024, 4096, 5120, 8192, 24576, 32768, 40000, 65536, 131072, 262144, 300000}) {
     if (left_to_plain_run(n)) continue;
     const int64_t bytes = rows * n * 2;
     DeviceBuffer x(bytes + 16), r(bytes + 16), h(bytes), y(bytes), w(n * 2), scales(rows * 4);
@@ -366,8 +368,9 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
       // Runs `launch` on few rows and on many, compares the first rows and
       // checks which form ran: roomy for the few (aligned) rows wherever
       // row_per_block runs CTAs of up to 512 threads, and for the many only
-      // for fused-add rows at 8 slots. (16-bit LayerNorm at 32768 is staged:
-      // no roomy form there, which the check confirms.)
+      // for fused-add rows at 8 slots. (16-bit LayerNorm at 32768 runs 1024
+      // threads of 4 slots since change 104: no roomy form there, which the
+      // check confirms.)
       auto check = [&](auto&& launch, normkit::LaunchPlan& ran, int64_t y_row_bytes, bool fused, const char* what) {
         const auto alone = first_rows(launch, few, y_row_bytes, fused);
         const bool registers = ran.shape == normkit::Shape::kRowPerBlock && ran.threads <= 512;

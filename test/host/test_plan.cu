@@ -303,11 +303,40 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   EXPECT_EQ(plan_of(f32_row(32768), h200()).threads, 1024);           // fp32: 128 KiB
   EXPECT_EQ(plan_of(bf16_row(65536), a100()).threads, 1024);
   EXPECT_EQ(plan_of(bf16_row(65536 + 8 * 32 * 8), h200()).shape, Shape::kRowInCluster);  // 1056 threads
-  // 16-bit rows with two reductions (LayerNorm) spill at 8 slots: staged.
-  EXPECT_EQ(plan_of(two_pass_row(bf16_row(32768)), h200()).shape, Shape::kRowInSmem);
-  LaunchPlan p;
-  EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32768)), h200(), Shape::kRowPerBlock, &p),
+  // 16-bit rows with two reductions (LayerNorm) spill at 8 slots: past 32
+  // KiB they take 4 slots in CTAs of up to 1024 threads (change 104), up to
+  // 64 KiB; longer rows are staged.
+  LaunchPlan p = plan_of(two_pass_row(bf16_row(32768)), h200());
+  EXPECT_EQ(p.shape, Shape::kRowPerBlock);
+  EXPECT_EQ(p.vecs, 4);
+  EXPECT_EQ(p.threads, 1024);
+  EXPECT_FALSE(p.may_pair);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(24576)), h200()).threads, 768);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(16384)), h200()).threads, 512);  // 32 KiB: as before
+  p = plan_of(two_pass_row(bf16_row(20000)), h200());  // 2500 slots: the checked form, 640 threads
+  EXPECT_EQ(p.shape, Shape::kRowPerBlock);
+  EXPECT_EQ(p.vecs, 4);
+  EXPECT_EQ(p.threads, 640);
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(16385)), h200()).threads, 544);  // one partial slot past 32 KiB
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(32776)), h200()).shape, Shape::kRowInSmem);  // past 64 KiB
+  EXPECT_EQ(plan_of(two_pass_row(bf16_row(40000)), h200()).shape, Shape::kRowInSmem);
+  // Not where the output quantizes or needs the row maximum (unmeasured),
+  // nor fp32 LayerNorm (8 slots), nor rows whose slots hold 32 bytes.
+  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(32768))), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(static_row(two_pass_row(bf16_row(32768))), h200()).shape, Shape::kRowInSmem);
+  EXPECT_EQ(plan_of(two_pass_row(f32_row(16384)), h200()).threads, 512);
+  EXPECT_TRUE(normkit::detail::allows_wide_four_slot_team(2, 2, 8, false));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(2, 2, 8, true));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(1, 2, 8, false));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(2, 4, 4, false));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(1, 4, 8, false));
+  // Forced, 4 slots in 1024 threads for them, and for no other problem.
+  EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32768)), h200(), Shape::kRowPerBlock, &p), Status::kSuccess);
+  EXPECT_EQ(p.threads, 1024);
+  EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32776)), h200(), Shape::kRowPerBlock, &p),
             Status::kErrorUnsupportedShape);
+  EXPECT_EQ(choose_plan(RowFormat{20000, 8, 4, false}, h200(), Shape::kRowPerBlock, &p),
+            Status::kErrorUnsupportedShape);  // bf16 x, fp32 residual: 640 threads of 4 slots refused
   EXPECT_FALSE(normkit::detail::allows_wide_slots(2, 2, 8));
   EXPECT_TRUE(normkit::detail::allows_wide_slots(2, 4, 4));
   EXPECT_TRUE(normkit::detail::allows_wide_slots(1, 2, 8));
@@ -491,8 +520,9 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kStreaming);
   fused_ln.cols = 65536;
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInCluster);
-  fused_ln.cols = 32768;
-  EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInSmem);
+  fused_ln.cols = 32768;  // one CTA of 1024 threads x 4 slots (change 104)
+  EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(fused_ln, h200()).threads, 1024);
   // Forced, they take the cluster's registers wherever those hold the row;
   // 16-bit LayerNorm rows that need the row on chip never do.
   LaunchPlan forced;
@@ -695,7 +725,8 @@ TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
         case Shape::kRowsPerWarp: EXPECT_GE(int64_t{p.group} * p.vecs * f.vec, n); break;
         case Shape::kRowPerBlock:
           EXPECT_GE(int64_t{p.threads} * p.vecs * f.vec, n);
-          EXPECT_LE(p.threads, normkit::kernel::row_per_block_max_threads(p.vecs)) << n;  // the launch bounds
+          EXPECT_LE(p.threads, normkit::detail::row_per_block_threads_limit(f, p.vecs)) << n;  // the launch bounds
+          EXPECT_LE(p.threads, normkit::kernel::kRowPerBlockWideMaxThreads) << n;
           break;
         case Shape::kRowInClusterRegisters:
           EXPECT_EQ(int64_t{p.threads} * p.vecs * f.vec * p.cluster, n);  // whole parts, nothing to spare

@@ -94,4 +94,16 @@ class BlockAllReduce {
   int phase_;
 };
 
+/// A block reducer whose CTA runs alone on its SM (1024 threads): while it
+/// waits at a reduction's barrier no other CTA's loads run there, so a
+/// statistics policy may trade walks over the row for reductions, as it
+/// does across a cluster (kAloneOnSm; stats/two_pass.cuh). The same
+/// reductions as Inner's.
+template <class Inner>
+class AloneOnSm : public Inner {
+ public:
+  static constexpr bool kAloneOnSm = true;
+  using Inner::Inner;
+};
+
 NORMKIT_NAMESPACE_END

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/block_reduce.cuh"
 #include "../block/paired_reduce.cuh"
@@ -33,7 +34,12 @@ inline constexpr int kRowPerBlockMaxThreads = 512;
 /// cluster (docs/performance.md, change 50).
 inline constexpr int kRowPerBlockWideMaxThreads = 1024;
 
-/// The most threads a row_per_block CTA of `vecs` slots a thread may have.
+/// The most threads a row_per_block CTA of `vecs` slots a thread may have,
+/// by default: 512, 1024 at 8 slots. Rows whose problems may not take 8
+/// slots a thread (16-bit LayerNorm: plan.cuh, allows_wide_slots) take 4
+/// slots in CTAs of up to kRowPerBlockWideMaxThreads instead (x rows of
+/// 32-64 KiB; plan.cuh, four_slots_wide_team), a kernel of its own (TEAM
+/// below).
 NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
   return vecs == 8 ? kRowPerBlockWideMaxThreads : kRowPerBlockMaxThreads;
 }
@@ -58,12 +64,19 @@ inline constexpr bool kRoomyWideRows = !Problem::Input::kIsPlainCopy;
 /// slots it also loads the epilogue's parameters with the row, where the
 /// epilogue offers that (HasPrefetch: change 66; the hooks give apply_whole's
 /// values).
+/// TEAM: the most threads the CTA may have (its launch bounds and its
+/// reducer's size); CTAs of 1024 threads run one an SM.
 template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle,
-          bool ROOMY = false>
-__global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : row_per_block_max_threads(VECS),
-                                  (ROOMY || VECS == 8) ? 1 : 2)
+          bool ROOMY = false, int TEAM = row_per_block_max_threads(VECS)>
+__global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : TEAM,
+                                  (ROOMY || TEAM > kRowPerBlockMaxThreads) ? 1 : 2)
     row_per_block(const __grid_constant__ typename Problem::Params p) {
-  using Reducer = BlockAllReduce<row_per_block_max_threads(VECS), ALGO>;
+  static_assert(TEAM == row_per_block_max_threads(VECS) || (VECS == 4 && TEAM == kRowPerBlockWideMaxThreads && !ROOMY),
+                "normkit: row_per_block's CTAs are row_per_block_max_threads(VECS), or 1024 threads of 4 slots");
+  // A CTA of 1024 threads runs alone on its SM: statistics that may trade
+  // walks for reductions do (AloneOnSm; docs/performance.md, change 104).
+  using Block = BlockAllReduce<TEAM, ALGO>;
+  using Reducer = std::conditional_t<(VECS == 4 && TEAM > kRowPerBlockMaxThreads), AloneOnSm<Block>, Block>;
   __shared__ typename Reducer::TempStorage temp;
   Reducer reducer(temp);
   // At 5 and 8 slots the launcher runs only rows the CTA's slots hold

@@ -89,6 +89,13 @@ struct Launcher {
       allows_cluster_register_slots(stats::row_reductions_v<typename Problem::Stats>,
                                     static_cast<int>(sizeof(typename Problem::Storage)), VEC,
                                     kQuantized || Problem::Output::kNeedsRowAbsMax);
+  /// Whether the plan may hold this problem's rows at 4 slots in CTAs of up
+  /// to 1024 threads (allows_wide_four_slot_team; only then is that
+  /// row_per_block kernel instantiated).
+  static constexpr bool kWideFourSlotTeam =
+      allows_wide_four_slot_team(stats::row_reductions_v<typename Problem::Stats>,
+                                 static_cast<int>(sizeof(typename Problem::Storage)), VEC,
+                                 kQuantized || Problem::Output::kNeedsRowAbsMax);
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
@@ -232,6 +239,20 @@ struct Launcher {
       return Status::kErrorUnsupportedShape;  // planned for rows_per_warp only: no such row_per_block kernel
     } else {
       const int64_t grid = p.rows < kMaxGrid ? p.rows : kMaxGrid;  // one CTA per row
+      if constexpr (VECS == 4) {
+        // 4 slots in more than 512 threads: the kernel of 1024-thread CTAs,
+        // instantiated where the plan may give them (kWideFourSlotTeam;
+        // never paired or roomy).
+        if (plan.threads > kernel::kRowPerBlockMaxThreads) {
+          if constexpr (kWideFourSlotTeam) {
+            return launch_kernel(&kernel::row_per_block<Problem, 4, WHOLE, BlockReduceAlgorithm::kWarpShuffle, false,
+                                                        kernel::kRowPerBlockWideMaxThreads>,
+                                 grid, plan.threads, 0, 1, stream, p);
+          } else {
+            return Status::kErrorUnsupportedShape;
+          }
+        }
+      }
       if constexpr ((VECS == 4 || VECS == 5) && WHOLE && kPairs) {
         if (plan.paired) {  // the same bits in half the threads
           return launch_kernel(&kernel::row_per_block_paired<Problem, VECS>, grid, plan.threads / 2, 0, 1, stream,

@@ -234,6 +234,41 @@ inline bool wide_slots_fit(const RowFormat& f) {
   return whole_warp_threads(f.cols / f.vec, PlanTuning::kWideVecs, kMaxThreads) > 0;
 }
 
+/// Whether a problem's rows may be held at 4 slots a thread in one CTA of up
+/// to 1024 threads (row_per_block; 512 otherwise): rows that may not take 8
+/// slots (allows_wide_slots false) in 16-byte slots of 16-bit x with two
+/// reductions (LayerNorm, add + LayerNorm), whose output neither quantizes
+/// nor needs the row's maximum (`scaled_output` false: unmeasured there).
+/// Their kernel runs alone on its SM and takes TwoPass's one walk
+/// (kernel::AloneOnSm). Measured (docs/performance.md, change 104): bf16
+/// N = 32768 in 1024 threads of 4 slots instead of staged, add + LayerNorm
+/// 85.3% -> 97.1% of the copy, LayerNorm bf16 85.4% -> 87.0%, fp16 77.0% ->
+/// 88.1% (with TwoPass's two walks: 94.9%, 81.6%, 81.2%). The launcher
+/// instantiates that kernel only where this holds.
+constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes, int vec, bool scaled_output) {
+  return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16 && !scaled_output;
+}
+
+/// The most threads a row_per_block CTA of `vecs` slots may have for these
+/// rows: kernel::row_per_block_max_threads, or 1024 at 4 slots where
+/// allows_wide_four_slot_team holds.
+inline int row_per_block_threads_limit(const RowFormat& f, int vecs) {
+  return vecs == 4 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec,
+                                                 f.quantized || f.needs_on_chip)
+             ? kernel::kRowPerBlockWideMaxThreads
+             : kernel::row_per_block_max_threads(vecs);
+}
+
+/// Whether rows too long for 4 slots in 512 threads are held in one CTA of
+/// up to 1024 threads at 4 slots (row_per_block_threads_limit): x rows past
+/// 32 KiB up to 64 KiB of problems that may not take 8 slots.
+inline bool wide_four_slot_team_fits(const RowFormat& f) {
+  const int64_t bytes = x_row_bytes(f);
+  return f.vec > 0 && row_per_block_threads_limit(f, 4) > kernel::kRowPerBlockMaxThreads &&
+         bytes > PlanTuning::kAutoRegisterRowBytes &&
+         bytes <= int64_t{kernel::kRowPerBlockWideMaxThreads} * PlanTuning::kMaxRegisterBytes;
+}
+
 // Register shapes give each thread as many slots as they can (up to 4, 64
 // bytes of the row; 8 for wide rows, above) and use as few threads per row
 // as that allows: the
@@ -344,7 +379,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
       threads = fives;
     }
     for (int v = max_vecs; vecs == 0 && v >= 2; v /= 2) {
-      threads = whole_warp_threads(slots, v, kernel::row_per_block_max_threads(v));
+      threads = whole_warp_threads(slots, v, row_per_block_threads_limit(f, v));
       if (threads > 0) vecs = v;
     }
     if (vecs > 0) {
@@ -356,7 +391,7 @@ inline bool plan_row_per_block(const RowFormat& f, int max_vecs, LaunchPlan* p) 
     }
   }
   const int64_t threads = ceil_div(ceil_div(slots, max_vecs), 32) * 32;
-  if (threads > kernel::row_per_block_max_threads(max_vecs)) return false;
+  if (threads > row_per_block_threads_limit(f, max_vecs)) return false;
   p->shape = Shape::kRowPerBlock;
   p->vecs = max_vecs;
   p->threads = static_cast<int>(threads);
@@ -522,7 +557,8 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
                                 detail::plan_cluster_registers(f, d, &r)) {
         p = r;  // in pairs of CTAs, two per SM (kOneCtaOnChipRowBytes)
         ok = true;
-      } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f)) &&
+      } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f) ||
+                  detail::wide_four_slot_team_fits(f)) &&
                  detail::plan_row_per_block(f, vecs, &p)) {
         ok = true;
       } else if (LaunchPlan r; detail::plan_cluster_registers(f, d, &r) &&

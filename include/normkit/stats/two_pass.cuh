@@ -10,9 +10,11 @@
 // formed as (x - m) - c, and var = sum(d^2) / N - c^2 has no cancellation
 // since c is tiny.
 //
-// One walk (a streaming view, where each walk reads memory again, or a cluster
-// reducer, where each reduction may be a cluster barrier; the staged shapes use
-// one even with a single CTA, where it measured better too):
+// One walk (a streaming view, where each walk reads memory again, a cluster
+// reducer, where each reduction may be a cluster barrier, or a CTA alone on
+// its SM, kAloneOnSm, where nothing else runs while it waits at a barrier;
+// the staged shapes use one even with a single CTA, where it measured better
+// too):
 // sums of d = x - K and d^2, with K the row's shift (view.shift: the input's
 // pilot, the mean of the row's first 16 bytes). With c = sum(d) / N and
 // q = sum(d^2) / N: mean = K + c, kept as the pair (K, c), and var = q - c^2,
@@ -21,7 +23,9 @@
 // elements) a second walk about m = K + c as above. Measured on the H200
 // (docs/performance.md, change 6): one walk wins where reductions or walks
 // are expensive, but for a row held in registers and reduced within its CTA
-// the registers the shift costs outweigh the walk it saves.
+// the registers the shift costs outweigh the walk it saves; not in a CTA of
+// 1024 threads of 4 slots, alone on its SM (change 104: 16-bit LayerNorm N =
+// 32768, two walks 81.6% of the copy, one 87.0%).
 //
 // Which form and branch run depends only on the row and the kernel shape, so
 // results are batch invariant.
@@ -44,6 +48,10 @@ template <class T, class = void>
 struct SpansCtas : std::false_type {};
 template <class T>
 struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T::kSpansCtas> {};
+template <class T, class = void>
+struct AloneOnSm : std::false_type {};
+template <class T>
+struct AloneOnSm<T, std::void_t<decltype(T::kAloneOnSm)>> : std::bool_constant<T::kAloneOnSm> {};
 }  // namespace detail
 
 struct TwoPass {
@@ -54,7 +62,8 @@ struct TwoPass {
 
   /// Whether a view and reducer take the one-walk form (see above).
   template <class View, class Reducer>
-  static constexpr bool kOneWalk = !View::kResident || detail::SpansCtas<Reducer>::value;
+  static constexpr bool kOneWalk =
+      !View::kResident || detail::SpansCtas<Reducer>::value || detail::AloneOnSm<Reducer>::value;
 
   /// Only the one-walk form shifts (kernels then fill view.shift).
   template <class View, class Reducer>
