@@ -241,20 +241,25 @@ TEST(Fused, MisalignedRowsInPlaceAndOut) {
   }
 }
 
-// add + LayerNorm rows of 16 bits past 128 KiB across a cluster's registers
-// (change 101: clusters of 2 at 131072, of 4 at 262144), more rows than
-// the resident clusters (66 and 30 on the H200), so that clusters take
-// several rows; in place and out, and misaligned (the checked loop).
+// add + LayerNorm rows of 16 bits past 64 KiB across a cluster's registers
+// in parts of 4 slots in 1024 threads (change 105: clusters of 2 at 65536,
+// 4 at 131072, 8 at 262144), more rows than the resident clusters (66, 33
+// and 16 on the H200), so that clusters take several rows; in place and
+// out, strided, and misaligned (the checked loop; in place the shifted
+// stores).
 TEST(Fused, AddLayerNormRowsManyPerCluster) {
   NK_REQUIRE_GPU();
   const bool quick = nktest::quick_mode();
   struct Case {
     int64_t cols, rows, shift;
     bool in_place;
+    int64_t stride = -1;
   };
-  const Case cases[] = {{131072, quick ? 70 : 140, 0, false}, {131072, quick ? 70 : 140, 0, true},
-                        {262144, quick ? 34 : 70, 0, false},  {262144, quick ? 34 : 70, 0, true},
-                        {131072, quick ? 8 : 70, 1, false},    {262144, quick ? 4 : 34, 3, true}};
+  const Case cases[] = {{65536, quick ? 70 : 200, 0, false},   {65536, quick ? 70 : 140, 0, true, 65536 + 40},
+                        {131072, quick ? 40 : 140, 0, false},  {131072, quick ? 40 : 140, 0, true},
+                        {262144, quick ? 20 : 70, 0, false},   {262144, quick ? 20 : 70, 0, true},
+                        {65536, quick ? 8 : 70, 1, true},      {131072, quick ? 8 : 70, 1, false},
+                        {262144, quick ? 4 : 34, 3, true}};
   for (const Case& k : cases) {
     FusedCase c;
     c.op = Op::kLayerNorm;
@@ -262,10 +267,13 @@ TEST(Fused, AddLayerNormRowsManyPerCluster) {
     c.rows = k.rows;
     c.shift = k.shift;
     c.in_place = k.in_place;
+    c.stride = k.stride;
     normkit::LaunchPlan plan;
     check_fused(c, &plan);
     EXPECT_EQ(plan.shape, Shape::kRowInClusterRegisters) << describe(c);
-    EXPECT_EQ(plan.cluster, k.cols == 131072 ? 2 : 4) << describe(c);
+    EXPECT_EQ(plan.cluster, static_cast<int>(k.cols / 32768)) << describe(c);
+    EXPECT_EQ(plan.vecs, 4) << describe(c);
+    EXPECT_EQ(plan.threads, 1024) << describe(c);
   }
 }
 

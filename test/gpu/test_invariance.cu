@@ -22,11 +22,13 @@ using nktest::Op;
 
 constexpr int64_t kMaxRows = 67;
 // 32768 and 65536: 8 slots per thread (65536: a CTA of 1024 threads; 16-bit
-// LayerNorm at 32768: 1024 threads of 4 slots, change 104); 131072: a
-// cluster of 2 CTAs' registers (RMSNorm, plain, fused and quantized; LayerNorm bf16
-// with TwoPass too since change 101, per-row quantized LayerNorm staged); 262144: a
-// cluster of 4 (RMSNorm prefetched, add + RMSNorm and add + LayerNorm in
-// registers, LayerNorm staged).
+// LayerNorm at 32768: 1024 threads of 4 slots, change 104; add + LayerNorm
+// at 65536: a cluster of 2 such CTAs, change 105); 131072: a cluster of 2
+// CTAs' registers (RMSNorm, plain, fused and quantized; LayerNorm bf16 with
+// TwoPass too since change 101, per-row quantized LayerNorm staged; add +
+// LayerNorm in 4 CTAs of 4 slots); 262144: a cluster of 4 (RMSNorm
+// prefetched, add + RMSNorm in registers, LayerNorm staged; add + LayerNorm
+// in 8 CTAs of 4 slots).
 const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 262144, 300000};
 
 // Under compute-sanitizer (nktest::quick_mode) the tests over kLengths and
@@ -127,14 +129,16 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // per-row-quantized outputs (fp8 and int8), checked and WHOLE; N = 32768 the
 // 8-slot row_per_block kernel in CTAs of 512 threads (fused add: its roomy
 // form, WHOLE and checked), and for 16-bit LayerNorm, plain and fused, 4
-// slots in CTAs of 1024 threads (24576: 768; change 104). With 37 rows (no more than the SMs) the aligned
-// row_per_block rows run the roomy form (below 8 slots with the parameters
-// loaded ahead), the misaligned ones the checked form. N = 65536 the
-// 8-slot row_per_block kernel in CTAs of 1024 threads, and 131072 the
-// cluster-register kernel (clusters of 2 such CTAs) of RMSNorm, plain, fused
-// and quantized, and of 16-bit LayerNorm, plain and fused (change 101);
-// 262144 that of clusters of 4 (add + LayerNorm, add + RMSNorm, RMSNorm
-// prefetched where aligned). The fused add also in place (misaligned outputs: y and
+// slots in CTAs of 1024 threads (24576: 768; change 104). With 37 rows
+// (no more than the SMs) the aligned row_per_block rows run the roomy form
+// (below 8 slots with the parameters loaded ahead), the misaligned ones the
+// checked form. N = 65536 the 8-slot row_per_block kernel in CTAs of 1024
+// threads (add + LayerNorm: a cluster of 2 CTAs of 4 slots, change 105),
+// and 131072 the cluster-register kernel (clusters of 2 such CTAs) of
+// RMSNorm, plain, fused and quantized, and of 16-bit LayerNorm (change 101;
+// add + LayerNorm in 4 CTAs of 4 slots); 262144 that of clusters of 4 (add
+// + RMSNorm, RMSNorm prefetched where aligned) and 8 (add + LayerNorm). The
+// fused add also in place (misaligned outputs: y and
 // residual_out in the checked forms' narrow stores).
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();

@@ -510,16 +510,29 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(262144)), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(65536)), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(524288)), h200()).shape, Shape::kStreaming);
+  // Fused-add ones (add + LayerNorm) in 4-slot parts of 1024 threads, in
+  // any cluster (change 105): 65536 in 2 CTAs, 131072 in 4, 262144 in 8;
+  // 524288 would need 16 and streams.
   RowFormat fused_ln = two_pass_row(bf16_row(262144));
   fused_ln.plain_input = false;
-  const LaunchPlan fl = plan_of(fused_ln, h200());
-  EXPECT_EQ(fl.shape, Shape::kRowInClusterRegisters);
-  EXPECT_EQ(fl.cluster, 4);
-  EXPECT_EQ(fl.threads, 1024);
-  fused_ln.cols = 524288;  // clusters of 8: streamed, as before (unmeasured in registers)
+  for (const auto& [n, cluster] : {std::pair<int64_t, int>{65536, 2}, {131072, 4}, {262144, 8}}) {
+    fused_ln.cols = n;
+    const LaunchPlan fl = plan_of(fused_ln, h200());
+    EXPECT_EQ(fl.shape, Shape::kRowInClusterRegisters) << n;
+    EXPECT_EQ(fl.cluster, cluster) << n;
+    EXPECT_EQ(fl.threads, 1024) << n;
+    EXPECT_EQ(fl.vecs, 4) << n;
+    EXPECT_EQ(fl.chunk, n / cluster) << n;
+  }
+  fused_ln.cols = 524288;
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kStreaming);
-  fused_ln.cols = 65536;
+  fused_ln.cols = 65536 + 8 * 32;  // not whole warps of 4 slots in 2 CTAs: staged
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInCluster);
+  EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false));
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, true));   // plain LayerNorm: 8 slots
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, false));   // quantized
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(1, 2, 8, false, false));  // add + RMSNorm: 8 slots
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 4, 4, false, false));  // fp32
   fused_ln.cols = 32768;  // one CTA of 1024 threads x 4 slots (change 104)
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowPerBlock);
   EXPECT_EQ(plan_of(fused_ln, h200()).threads, 1024);

@@ -96,6 +96,13 @@ struct Launcher {
       allows_wide_four_slot_team(stats::row_reductions_v<typename Problem::Stats>,
                                  static_cast<int>(sizeof(typename Problem::Storage)), VEC,
                                  kQuantized || Problem::Output::kNeedsRowAbsMax);
+  /// Whether row_cluster_registers holds this problem's parts at 4 slots
+  /// (four_slot_cluster_parts: only then is that kernel instantiated, and
+  /// then no 8-slot one).
+  static constexpr bool kFourSlotClusterParts =
+      four_slot_cluster_parts(stats::row_reductions_v<typename Problem::Stats>,
+                              static_cast<int>(sizeof(typename Problem::Storage)), VEC,
+                              kQuantized || Problem::Output::kNeedsRowAbsMax, Problem::Input::kIsPlainCopy);
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
@@ -313,7 +320,8 @@ struct Launcher {
     if constexpr (!kClusterRegisterSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
-      constexpr int V = PlanTuning::kWideVecs;
+      constexpr int V = kFourSlotClusterParts ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
+      if (plan.vecs != V) return Status::kErrorUnsupportedShape;  // never planned: no such kernel
       auto fn = &kernel::row_cluster_registers<Problem, V, false>;
       if constexpr (!kCheckedOnly) {
         if (p.whole_access) fn = &kernel::row_cluster_registers<Problem, V, true>;

@@ -27,9 +27,11 @@ enum class Shape : int {
   kRowInCluster,  ///< one cluster per row (sm_90), row staged across the CTAs' shared memory
   kStreaming,     ///< row read from memory once per pass; no limit on N
   /// One cluster per row (sm_90), each CTA holding its part in registers (8
-  /// slots per thread, up to 1024 threads); only for problems whose rows may
-  /// take 8 slots a thread there (detail::allows_cluster_register_slots), and
-  /// only rows that split into whole warps of 8 slots. Automatic for rows
+  /// slots per thread, 4 for fused-add 16-bit LayerNorm rows:
+  /// detail::four_slot_cluster_parts; up to 1024 threads); only for
+  /// problems whose rows may take them there
+  /// (detail::allows_cluster_register_slots), and only rows that split into
+  /// whole warps of those slots. Automatic for rows
   /// that need to stay on chip (per-row quantization) past one CTA, and for
   /// others where it measured faster (plan.cuh, registers_beat_staging).
   kRowInClusterRegisters,
@@ -249,6 +251,22 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
   return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16 && !scaled_output;
 }
 
+/// Whether row_cluster_registers holds a problem's parts at 4 slots a thread
+/// (CTAs of up to 1024 threads, one an SM) rather than 8: fused-add rows
+/// (not a plain copy of x) that allows_wide_four_slot_team admits (add +
+/// LayerNorm in 16 bits), whose 8-slot parts spill and whose 4-slot ones do
+/// not (ptxas: 0 bytes WHOLE, 48 checked, against 44 and 660). Measured
+/// (docs/performance.md, change 105): add + LayerNorm bf16 N = 65536
+/// (clusters of 2) 85.4% of the copy at 8 slots (84.7% staged) -> 93.1%,
+/// 131072 (4) 86.0% -> 89.2%, 262144 (8) 75.0% (4 CTAs of 8 slots) ->
+/// 83.6%; plain LayerNorm rows lost at 131072 (clusters of 4, 83.3% ->
+/// 73.9%), so they keep 8 slots. The launcher instantiates the 4-slot
+/// kernel only where this holds, and no 8-slot one there.
+constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, int vec, bool scaled_output,
+                                       bool plain_input) {
+  return allows_wide_four_slot_team(row_reductions, storage_bytes, vec, scaled_output) && !plain_input;
+}
+
 /// The most threads a row_per_block CTA of `vecs` slots may have for these
 /// rows: kernel::row_per_block_max_threads, or 1024 at 4 slots where
 /// allows_wide_four_slot_team holds.
@@ -447,9 +465,12 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
     return false;
   }
   const int64_t slots = f.cols / f.vec;
+  const int vecs = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, f.quantized || f.needs_on_chip,
+                                           f.plain_input)
+                       ? PlanTuning::kMaxRegisterBytes / 16
+                       : PlanTuning::kWideVecs;
   for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
-    const int64_t threads =
-        whole_warp_threads(slots, int64_t{c} * PlanTuning::kWideVecs, kernel::kClusterRegistersMaxThreads);
+    const int64_t threads = whole_warp_threads(slots, int64_t{c} * vecs, kernel::kClusterRegistersMaxThreads);
     if (threads > 0) {
       // Relayed rows park each CTA's part in shared memory: where it does
       // not fit (devices with less to opt into than sm_90's 227 KiB), a
@@ -464,7 +485,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
       p->threads = static_cast<int>(threads);
-      p->vecs = PlanTuning::kWideVecs;
+      p->vecs = vecs;
       p->chunk = f.cols / c;
       p->smem_bytes = smem;
       return true;
@@ -495,17 +516,18 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 86.1% (change 96; the plain loop there 79.4%), LayerNorm fp32 N = 131072
 /// in clusters of 4, 76.5% -> 82.4% (change 97). 16-bit rows with two
 /// reductions (allows_wide_slots false: LayerNorm) past 128 KiB of x in
-/// clusters of 2, and fused-add ones in clusters of 4 too, not 8 (change
-/// 101, run 247):
-/// LayerNorm bf16 N = 131072 77.5% -> 83.5%, fp16 71.1% -> 79.7%, add +
-/// LayerNorm bf16 131072 82.6% -> 85.5%, 262144 67.4% -> 75.2%; not plain
-/// ones in clusters of 4 (LayerNorm bf16 262144 73.0% staged -> 67.2%), nor
-/// N = 65536 (clusters of 2 of 512 threads: within 1.5 points of staging,
-/// and misaligned rows, which run the checked form, lose more).
+/// clusters of 2 (change 101, run 247: LayerNorm bf16 N = 131072 77.5% ->
+/// 83.5%, fp16 71.1% -> 79.7%); not in clusters of 4 (LayerNorm bf16
+/// 262144 73.0% staged -> 67.2%), nor N = 65536 (clusters of 2 of 512
+/// threads: within 1.5 points of staging, and misaligned rows, which run
+/// the checked form, lose more). Fused-add ones at 4 slots
+/// (four_slot_cluster_parts) in any cluster (change 105): add + LayerNorm
+/// bf16 65536 84.7% staged -> 93.1%, 131072 89.2%, 262144 67.3% staged ->
+/// 83.6% (in 8-slot parts, change 101: 85.4%, 86.0%, 75.0%).
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
+  if (p.vecs == PlanTuning::kMaxRegisterBytes / 16) return true;  // four_slot_cluster_parts: any cluster
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
-    return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes &&
-           (p.cluster == 2 || (!f.plain_input && p.cluster == 4));
+    return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes && p.cluster == 2;
   }
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
