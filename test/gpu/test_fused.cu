@@ -254,12 +254,14 @@ TEST(Fused, AddLayerNormRowsManyPerCluster) {
     int64_t cols, rows, shift;
     bool in_place;
     int64_t stride = -1;
+    DType t = DType::kBF16;
   };
   const Case cases[] = {{65536, quick ? 70 : 200, 0, false},   {65536, quick ? 70 : 140, 0, true, 65536 + 40},
                         {131072, quick ? 40 : 140, 0, false},  {131072, quick ? 40 : 140, 0, true},
                         {262144, quick ? 20 : 70, 0, false},   {262144, quick ? 20 : 70, 0, true},
                         {65536, quick ? 8 : 70, 1, true},      {131072, quick ? 8 : 70, 1, false},
-                        {262144, quick ? 4 : 34, 3, true}};
+                        {262144, quick ? 4 : 34, 3, true},     {131072, quick ? 40 : 70, 0, false, -1, DType::kF16},
+                        {65536, quick ? 8 : 70, 1, false, -1, DType::kF16}};
   for (const Case& k : cases) {
     FusedCase c;
     c.op = Op::kLayerNorm;
@@ -268,6 +270,7 @@ TEST(Fused, AddLayerNormRowsManyPerCluster) {
     c.shift = k.shift;
     c.in_place = k.in_place;
     c.stride = k.stride;
+    c.t = c.w = k.t;
     normkit::LaunchPlan plan;
     check_fused(c, &plan);
     EXPECT_EQ(plan.shape, Shape::kRowInClusterRegisters) << describe(c);

@@ -289,6 +289,82 @@ TEST(Numerics, PoorShiftTakesTheSecondWalk) {
   }
 }
 
+// The same for 16-bit rows of 32-64 KiB, held at 4 slots in one CTA of up to
+// 1024 threads, where TwoPass takes one walk since change 104 (alone on its
+// SM): bf16 N = 32768 (1024 threads, WHOLE), 20000 (640 threads, checked),
+// odd rows with their first 8 elements 1e3 above the rest. Mean and rstd
+// (fp32) against float64 statistics of the bf16 inputs, y within bf16's
+// rounding, each row's bits as the row alone.
+TEST(Numerics, PoorShiftTakesTheSecondWalkIn1024ThreadCtas) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int64_t n : {32768, 20000}) {
+    const int64_t rows = 6;
+    std::vector<uint16_t> hx(rows * n);
+    std::normal_distribution<float> normal(5.f, 1.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        nktest::store_as(DType::kBF16, normal(rng) + ((r % 2 == 1 && c < 8) ? 1e3f : 0.f), &hx[r * n + c]);
+      }
+    }
+    // Rows [first, first + count) of hx, bf16 in and out, eps 0.
+    auto run = [&](int64_t first, int64_t count, std::vector<uint16_t>* y, std::vector<float>* mean,
+                   std::vector<float>* rstd, normkit::LaunchPlan* ran) {
+      DeviceBuffer dx(count * n * 2), dy(count * n * 2), dm(count * 4), dr(count * 4);
+      EXPECT_EQ(cudaMemcpy(dx.data(), hx.data() + first * n, count * n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      NormCall c;
+      c.op = Op::kLayerNorm;
+      c.x_type = c.y_type = c.w_type = DType::kBF16;
+      c.x = dx.data();
+      c.y = dy.data();
+      c.mean = reinterpret_cast<float*>(dm.data());
+      c.rstd = reinterpret_cast<float*>(dr.data());
+      c.rows = count;
+      c.cols = n;
+      c.eps = 0.f;
+      c.launched = ran;
+      ASSERT_EQ(nktest::launch(c), normkit::Status::kSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      y->resize(count * n);
+      mean->resize(count);
+      rstd->resize(count);
+      EXPECT_EQ(cudaMemcpy(y->data(), dy.data(), count * n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(mean->data(), dm.data(), count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(rstd->data(), dr.data(), count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    };
+    std::vector<uint16_t> y;
+    std::vector<float> mean, rstd;
+    normkit::LaunchPlan ran;
+    run(0, rows, &y, &mean, &rstd, &ran);
+    EXPECT_EQ(ran.shape, Shape::kRowPerBlock) << n;
+    EXPECT_GT(ran.threads, 512) << n;
+    EXPECT_EQ(ran.vecs, 4) << n;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> xr(n);
+      for (int64_t c = 0; c < n; ++c) xr[c] = nktest::load_as(DType::kBF16, &hx[r * n + c]);
+      const auto ref = nktest::reference_row(Op::kLayerNorm, xr.data(), n, 0.0);
+      EXPECT_NEAR(rstd[r] / ref.rstd, 1.0, 1e-6) << "N=" << n << " row " << r;
+      EXPECT_NEAR(mean[r], ref.mean, 1e-6 * std::fabs(ref.mean) + 1e-6) << "N=" << n << " row " << r;
+      double worst = 0;
+      for (int64_t c = 0; c < n; ++c) {
+        const double want = (xr[c] - ref.mean) * ref.rstd;
+        const double got = nktest::load_as(DType::kBF16, &y[r * n + c]);
+        worst = std::max(worst, std::fabs(got - want) / (1 + std::fabs(want)));
+      }
+      EXPECT_LT(worst, 1.0 / 128) << "N=" << n << " row " << r;  // bf16's rounding, 2^-8 relative, with room
+      std::vector<uint16_t> y1;
+      std::vector<float> m1, r1;
+      normkit::LaunchPlan one;
+      run(r, 1, &y1, &m1, &r1, &one);
+      EXPECT_EQ(std::memcmp(y1.data(), y.data() + r * n, n * 2), 0) << "N=" << n << " row " << r << " alone";
+      EXPECT_EQ(m1[0], mean[r]);
+      EXPECT_EQ(r1[0], rstd[r]);
+    }
+  }
+}
+
 // Huge values: with the shift at the first elements (-3e18) and the rest of
 // the row at +3e18, sum((x - K)^2) overflows fp32 while the variance about the
 // mean (3.5e34) does not. The one-walk form must notice the Inf and walk again

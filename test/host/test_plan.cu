@@ -500,8 +500,8 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(plan_of(fused_two, h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(f32_row(131072), h200()).shape, Shape::kRowInCluster);
   // 16-bit rows with two reductions (LayerNorm): a cluster's registers past
-  // 128 KiB of x in clusters of 2, and fused-add ones in clusters of 4;
-  // staged otherwise (change 101).
+  // 128 KiB of x in clusters of 2 (change 101), staged otherwise; fused-add
+  // ones below.
   const LaunchPlan ln = plan_of(two_pass_row(bf16_row(131072)), h200());
   EXPECT_EQ(ln.shape, Shape::kRowInClusterRegisters);
   EXPECT_EQ(ln.cluster, 2);
@@ -528,6 +528,15 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kStreaming);
   fused_ln.cols = 65536 + 8 * 32;  // not whole warps of 4 slots in 2 CTAs: staged
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInCluster);
+  fused_ln.cols = 34816;  // 2 CTAs of 544 threads: unmeasured, so staged; forced, the cluster's registers
+  EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInSmem);
+  LaunchPlan f4;
+  ASSERT_EQ(choose_plan(fused_ln, h200(), Shape::kRowInClusterRegisters, &f4), Status::kSuccess);
+  EXPECT_EQ(f4.cluster, 2);
+  EXPECT_EQ(f4.threads, 544);
+  EXPECT_EQ(f4.vecs, 4);
+  fused_ln.cols = 524288;  // forced: 4-slot parts hold at most 8 x 1024 x 32 columns
+  EXPECT_EQ(choose_plan(fused_ln, h200(), Shape::kRowInClusterRegisters, &f4), Status::kErrorUnsupportedShape);
   EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false));
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, true));   // plain LayerNorm: 8 slots
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, false));   // quantized
@@ -727,7 +736,10 @@ TEST(Plan, RowsThatMustStayOnChipNeverStream) {
 
 TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
   for (int64_t n = 1; n <= (1 << 22); n = n * 3 / 2 + 1) {
-    for (const RowFormat& f : {bf16_row(n), f32_row(n), quant_row(bf16_row(n)), two_pass_row(bf16_row(n))}) {
+    RowFormat fused_two_pass = two_pass_row(bf16_row(n));
+    fused_two_pass.plain_input = false;
+    for (const RowFormat& f :
+         {bf16_row(n), f32_row(n), quant_row(bf16_row(n)), two_pass_row(bf16_row(n)), fused_two_pass}) {
       LaunchPlan p;
       if (choose_plan(f, h200(), Shape::kAuto, &p) != Status::kSuccess) {
         EXPECT_TRUE(f.needs_on_chip) << n;  // only rows kept on chip run out of room (past 8 CTAs' shared memory)
@@ -743,6 +755,7 @@ TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
           break;
         case Shape::kRowInClusterRegisters:
           EXPECT_EQ(int64_t{p.threads} * p.vecs * f.vec * p.cluster, n);  // whole parts, nothing to spare
+          EXPECT_EQ(p.vecs, f.plain_input || f.row_reductions < 2 ? 8 : 4) << n;
           EXPECT_EQ(p.chunk * p.cluster, n);
           EXPECT_LE(p.threads, normkit::kernel::kClusterRegistersMaxThreads) << n;
           break;

@@ -1,6 +1,7 @@
 // normkit/kernel/row_per_block.cuh: kernel shape 2. One CTA (blockDim.x
-// threads, chosen at run time, up to row_per_block_max_threads(VECS): 512,
-// 1024 at 8 slots) holds one row in registers, VECS slots per thread (1, 2
+// threads, chosen at run time, up to the kernel's TEAM: 512, 1024 at 8
+// slots, and at 4 for 16-bit LayerNorm rows of 32-64 KiB) holds one row in
+// registers, VECS slots per thread (1, 2
 // or 4; 5 for per-row-quantized rows that 4 slots would give an odd number
 // of warps; 8 for the wide rows of plan.cuh's wide_slots_fit: the same 64
 // registers hold them without spilling in the WHOLE form). At 5 and 8 slots
@@ -38,8 +39,8 @@ inline constexpr int kRowPerBlockWideMaxThreads = 1024;
 /// by default: 512, 1024 at 8 slots. Rows whose problems may not take 8
 /// slots a thread (16-bit LayerNorm: plan.cuh, allows_wide_slots) take 4
 /// slots in CTAs of up to kRowPerBlockWideMaxThreads instead (x rows of
-/// 32-64 KiB; plan.cuh, four_slots_wide_team), a kernel of its own (TEAM
-/// below).
+/// 32-64 KiB; plan.cuh, allows_wide_four_slot_team and
+/// wide_four_slot_team_fits), a kernel of its own (TEAM below).
 NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
   return vecs == 8 ? kRowPerBlockWideMaxThreads : kRowPerBlockMaxThreads;
 }

@@ -450,7 +450,8 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads) {
 }
 
 /// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
-/// whole warps at 8 slots per thread (up to 1024 threads a CTA), each part in
+/// whole warps at 8 slots per thread (4 where four_slot_cluster_parts
+/// holds; up to 1024 threads a CTA), each part in
 /// one CTA's registers. First for outputs that need the row on chip: measured
 /// against staging (docs/performance.md, change 37), RMSNorm to fp8 with
 /// per-row scales N = 65536 70% -> 84.5%, 131072 61% -> 68.5%, 262144 58% ->
@@ -521,11 +522,16 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 262144 73.0% staged -> 67.2%), nor N = 65536 (clusters of 2 of 512
 /// threads: within 1.5 points of staging, and misaligned rows, which run
 /// the checked form, lose more). Fused-add ones at 4 slots
-/// (four_slot_cluster_parts) in any cluster (change 105): add + LayerNorm
-/// bf16 65536 84.7% staged -> 93.1%, 131072 89.2%, 262144 67.3% staged ->
-/// 83.6% (in 8-slot parts, change 101: 85.4%, 86.0%, 75.0%).
+/// (four_slot_cluster_parts) in any cluster, in parts of 1024 threads
+/// (change 105): add + LayerNorm bf16 65536 84.7% staged -> 93.1%, 131072
+/// 89.2%, 262144 67.3% staged -> 83.6% (in 8-slot parts, change 101:
+/// 85.4%, 86.0%, 75.0%); parts of fewer threads (rows that are not 32768
+/// times a power of two, e.g. 34816: 2 CTAs of 544) stay staged, unmeasured.
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
-  if (p.vecs == PlanTuning::kMaxRegisterBytes / 16) return true;  // four_slot_cluster_parts: any cluster
+  if (four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, f.quantized || f.needs_on_chip,
+                              f.plain_input)) {
+    return p.threads == kernel::kClusterRegistersMaxThreads;  // any cluster, in the measured parts of 1024 threads
+  }
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
     return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes && p.cluster == 2;
   }
