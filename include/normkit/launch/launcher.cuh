@@ -76,39 +76,36 @@ template <class Problem>
 struct Launcher {
   using Params = typename Problem::Params;
   static constexpr int VEC = Problem::kVec;
-  /// Whether the plan may give this problem's rows 8 slots per thread (only
-  /// then are 8-slot kernels instantiated).
-  static constexpr bool kWideSlots = allows_wide_slots(stats::row_reductions_v<typename Problem::Stats>,
-                                                       static_cast<int>(sizeof(typename Problem::Storage)), VEC);
-  static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
+  /// The RowFormat fields that do not depend on N (format() below), at
+  /// compile time: the predicates that decide which kernels are
+  /// instantiated take the same values the plan does.
+  static constexpr int kRowReductions = stats::row_reductions_v<typename Problem::Stats>;
+  static constexpr int kStorageBytes = static_cast<int>(sizeof(typename Problem::Storage));
   /// The output quantizes (per-row or static scale): RowFormat::quantized.
   static constexpr bool kQuantized = detail::ScalesByFactor<typename Problem::Output>::value;
+  /// The output is scaled (quantized) or needs the row on chip: scaled_output(RowFormat).
+  static constexpr bool kScaledOutput = kQuantized || Problem::Output::kNeedsRowAbsMax;
+  /// Whether the plan may give this problem's rows 8 slots per thread (only
+  /// then are 8-slot kernels instantiated).
+  static constexpr bool kWideSlots = allows_wide_slots(kRowReductions, kStorageBytes, VEC);
+  static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
   /// Whether the plan may hold this problem's rows across a cluster's
   /// registers (only then is row_cluster_registers instantiated).
   static constexpr bool kClusterRegisterSlots =
-      allows_cluster_register_slots(stats::row_reductions_v<typename Problem::Stats>,
-                                    static_cast<int>(sizeof(typename Problem::Storage)), VEC,
-                                    kQuantized || Problem::Output::kNeedsRowAbsMax);
+      allows_cluster_register_slots(kRowReductions, kStorageBytes, VEC, kScaledOutput);
   /// Whether the plan may hold this problem's rows at 4 slots in CTAs of up
   /// to 1024 threads (allows_wide_four_slot_team; only then is that
   /// row_per_block kernel instantiated).
-  static constexpr bool kWideFourSlotTeam =
-      allows_wide_four_slot_team(stats::row_reductions_v<typename Problem::Stats>,
-                                 static_cast<int>(sizeof(typename Problem::Storage)), VEC,
-                                 kQuantized || Problem::Output::kNeedsRowAbsMax);
+  static constexpr bool kWideFourSlotTeam = allows_wide_four_slot_team(kRowReductions, kStorageBytes, VEC, kScaledOutput);
   /// Whether row_cluster_registers holds this problem's parts at 4 slots
   /// (four_slot_cluster_parts: only then is that kernel instantiated, and
   /// then no 8-slot one).
   static constexpr bool kFourSlotClusterParts =
-      four_slot_cluster_parts(stats::row_reductions_v<typename Problem::Stats>,
-                              static_cast<int>(sizeof(typename Problem::Storage)), VEC,
-                              kQuantized || Problem::Output::kNeedsRowAbsMax, Problem::Input::kIsPlainCopy);
+      four_slot_cluster_parts(kRowReductions, kStorageBytes, VEC, kScaledOutput, Problem::Input::kIsPlainCopy);
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
-      types_may_pair(kQuantized, stats_folds_each_part_v<typename Problem::Stats>,
-                     stats::row_reductions_v<typename Problem::Stats>,
-                     static_cast<int>(sizeof(typename Problem::Storage)), VEC);
+      types_may_pair(kQuantized, stats_folds_each_part_v<typename Problem::Stats>, kRowReductions, kStorageBytes, VEC);
 
   /// Kernels instantiated for misaligned outputs (WithShiftedStores): only
   /// their checked forms exist.
@@ -150,10 +147,10 @@ struct Launcher {
     RowFormat f;
     f.cols = p.cols;
     f.vec = VEC;
-    f.storage_bytes = static_cast<int>(sizeof(typename Problem::Storage));
+    f.storage_bytes = kStorageBytes;
     f.needs_on_chip = Problem::Output::kNeedsRowAbsMax;
     f.quantized = kQuantized;
-    f.row_reductions = stats::row_reductions_v<typename Problem::Stats>;
+    f.row_reductions = kRowReductions;
     f.folds_each_part = stats_folds_each_part_v<typename Problem::Stats>;
     f.relays_rows = kernel::kRelaysRows<Problem>;
     f.rings_rows = kernel::kRingsRows<Problem>;

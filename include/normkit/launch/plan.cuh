@@ -168,6 +168,10 @@ constexpr bool allows_wide_slots(int row_reductions, int storage_bytes, int vec)
   return vec * storage_bytes <= 16 && (row_reductions < 2 || storage_bytes >= 4);
 }
 
+/// The output quantizes or needs the whole row on chip (the `scaled_output`
+/// argument of the predicates below).
+inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on_chip; }
+
 /// Whether a problem's rows may be held at 8 slots per thread across a
 /// cluster's registers (row_cluster_registers): where allows_wide_slots
 /// holds, and for rows of 16-bit x with two reductions (LayerNorm, add +
@@ -271,8 +275,7 @@ constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, in
 /// rows: kernel::row_per_block_max_threads, or 1024 at 4 slots where
 /// allows_wide_four_slot_team holds.
 inline int row_per_block_threads_limit(const RowFormat& f, int vecs) {
-  return vecs == 4 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec,
-                                                 f.quantized || f.needs_on_chip)
+  return vecs == 4 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f))
              ? kernel::kRowPerBlockWideMaxThreads
              : kernel::row_per_block_max_threads(vecs);
 }
@@ -282,7 +285,7 @@ inline int row_per_block_threads_limit(const RowFormat& f, int vecs) {
 /// 32 KiB up to 64 KiB of problems that may not take 8 slots.
 inline bool wide_four_slot_team_fits(const RowFormat& f) {
   const int64_t bytes = x_row_bytes(f);
-  return f.vec > 0 && row_per_block_threads_limit(f, 4) > kernel::kRowPerBlockMaxThreads &&
+  return f.vec > 0 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f)) &&
          bytes > PlanTuning::kAutoRegisterRowBytes &&
          bytes <= int64_t{kernel::kRowPerBlockWideMaxThreads} * PlanTuning::kMaxRegisterBytes;
 }
@@ -462,12 +465,11 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads) {
 /// (change 52; registers_beat_staging).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
-      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, f.quantized || f.needs_on_chip)) {
+      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f))) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
-  const int vecs = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, f.quantized || f.needs_on_chip,
-                                           f.plain_input)
+  const int vecs = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input)
                        ? PlanTuning::kMaxRegisterBytes / 16
                        : PlanTuning::kWideVecs;
   for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
@@ -528,8 +530,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 85.4%, 86.0%, 75.0%); parts of fewer threads (rows that are not 32768
 /// times a power of two, e.g. 34816: 2 CTAs of 544) stay staged, unmeasured.
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
-  if (four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, f.quantized || f.needs_on_chip,
-                              f.plain_input)) {
+  if (four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input)) {
     return p.threads == kernel::kClusterRegistersMaxThreads;  // any cluster, in the measured parts of 1024 threads
   }
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
