@@ -852,10 +852,12 @@ static_assert(!HasHeld<normkit::epilogue::Affine<normkit::bfloat16>, 8>::value, 
 static_assert(!HasHeld<ScaleTwice, 8>::value, "inherited hooks are not offered");
 static_assert(normkit::detail::HasPrefetch<HeldEpilogue<normkit::epilogue::Scale<float>>, 8>::value);
 static_assert(normkit::detail::TakesAddend<HeldEpilogue<normkit::epilogue::Scale<normkit::bfloat16>>, 8>::value);
-// Which problems the ring runs (kernel::kRingsRows): RMSNorm with per-row
-// scales whose held weight slot is 16 bytes; not an fp32 weight of a bf16
-// row (32 bytes a slot: the ring kernel spilled), not LayerNorm (Affine
-// holds nothing), not a static scale (no row maximum).
+// Which problems the ring may run (kernel::kRingsRows): RMSNorm with per-row
+// scales whose held weight slot is 16 bytes, and 16-bit RMSNorm rows whose
+// output needs no maximum (a static scale, converted: change 107); not an
+// fp32 weight of a bf16 row (32 bytes a slot: the ring kernel spilled),
+// not LayerNorm (Affine holds nothing, TwoPass walks after reducing), not
+// fp32 rows without a maximum (they relay), not fused adds.
 template <class W, class Stats, class Epi, class Out>
 using QuantProblem = normkit::Problem<normkit::bfloat16, Stats, Epi, normkit::input::Plain<normkit::bfloat16>, Out>;
 using DynamicFp8 = normkit::output::QuantDynamicRow<normkit::float8_e4m3>;
@@ -868,15 +870,30 @@ static_assert(!normkit::kernel::kRingsRows<
               QuantProblem<void, normkit::stats::MeanSquare, normkit::epilogue::Scale<float>, DynamicFp8>>);
 static_assert(!normkit::kernel::kRingsRows<
               QuantProblem<void, normkit::stats::TwoPass, normkit::epilogue::Affine<normkit::bfloat16>, DynamicFp8>>);
-static_assert(!normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::MeanSquare,
-                                                        normkit::epilogue::Scale<normkit::bfloat16>,
-                                                        normkit::output::QuantStatic<normkit::float8_e4m3>>>);
+static_assert(normkit::kernel::kRingsRows<QuantProblem<void, normkit::stats::MeanSquare,
+                                                       normkit::epilogue::Scale<normkit::bfloat16>,
+                                                       normkit::output::QuantStatic<normkit::float8_e4m3>>>);
+static_assert(normkit::kernel::kRingsRows<normkit::Problem<
+                  normkit::half, normkit::stats::MeanSquare, normkit::epilogue::Scale<normkit::half, true>,
+                  normkit::input::Plain<normkit::half>, normkit::output::Convert<normkit::half>>>,
+              "converted 16-bit RMSNorm rows, Gemma's (1 + w) too");
+static_assert(!normkit::kernel::kRingsRows<normkit::Problem<float, normkit::stats::MeanSquare,
+                                                            normkit::epilogue::Scale<float>,
+                                                            normkit::input::Plain<float>,
+                                                            normkit::output::QuantStatic<int8_t>>>,
+              "fp32 rows without a maximum relay");
+static_assert(!normkit::kernel::kRingsRows<normkit::Problem<
+                  normkit::bfloat16, normkit::stats::MeanSquare, normkit::epilogue::Scale<normkit::bfloat16>,
+                  normkit::input::AddResidual<normkit::bfloat16, normkit::bfloat16>,
+                  normkit::output::Convert<normkit::bfloat16>>>,
+              "fused adds keep the plain loop");
 // Which problems row_cluster_registers prefetches (kernel::kPrefetchesRows):
 // plain 16-bit RMSNorm rows and fp32 LayerNorm rows; not fp32 RMSNorm rows
 // (relayed), not fused adds (they lost with any ring), not 16-bit LayerNorm
 // (not measured), not rows that need their maximum (ringed or rolled); rows
 // quantized with a static scale as the plain rows of their types (change
-// 99); and no problem both prefetches and rings, rolls or relays.
+// 99); and no problem both prefetches and rolls or relays (16-bit ones
+// that prefetch may ring too: the plan picks, change 107).
 template <class T, class Stats = normkit::stats::MeanSquare>
 using PlainProblem =
     normkit::Problem<T, Stats, normkit::epilogue::Scale<T>, normkit::input::Plain<T>, normkit::output::Convert<T>>;
@@ -908,9 +925,8 @@ static_assert(kPrefetchesRows<PlainProblem<float, normkit::stats::TwoPass>> &&
                   kPrefetchesRows<PlainProblem<float, normkit::stats::Welford>>,
               "fp32 LayerNorm rows, which do not relay, are prefetched");
 template <class P>
-constexpr bool kPrefetchesAlone = !kPrefetchesRows<P> || !(normkit::kernel::kRingsRows<P> ||
-                                                           normkit::kernel::kRollsRows<P> ||
-                                                           normkit::kernel::kRelaysRows<P>);
+constexpr bool kPrefetchesAlone =
+    !kPrefetchesRows<P> || !(normkit::kernel::kRollsRows<P> || normkit::kernel::kRelaysRows<P>);
 static_assert(kPrefetchesAlone<PlainProblem<normkit::bfloat16>> && kPrefetchesAlone<PlainProblem<float>> &&
               kPrefetchesAlone<PlainProblem<float, normkit::stats::TwoPass>> &&
               kPrefetchesAlone<QuantProblem<void, normkit::stats::MeanSquare,

@@ -471,7 +471,8 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
 // CTAs of 1024 threads are prefetched (kernel/row_prefetch.cuh): a CTA reads
 // the first slots of each row from a ring the copy engine filled during its
 // previous row (its first row's before the loop), each lap of the ring
-// flipping the mbarriers' parity. A batch of 150 rows (on the H200: RMSNorm
+// flipping the mbarriers' parity; 16-bit ones in clusters of 4 run through
+// the ring instead (kernel/row_ring.cuh, change 107). A batch of 150 rows (on the H200: RMSNorm
 // 16-bit 131072 in 66 clusters of 2, 2-3 rows a cluster; 262144 in 30 of 4,
 // 5 rows; LayerNorm fp32 65536 in 66 of 2, 262144 in 16 of 8, 9-10 rows)
 // must give, row for row, the bits of the same rows one element off
@@ -481,7 +482,8 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
 TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
   NK_REQUIRE_GPU();
   constexpr int64_t batch = 150, probe = batch - 3;
-  const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  const size_t prefetch_ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  const size_t ring = normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam);
   struct Case {
     Op op;
     DType t;
@@ -523,7 +525,8 @@ TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
     const auto alone = output_row(plain, y, row_bytes, probe, 1, probe);
     ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
     EXPECT_EQ(ran.cluster, k.cluster) << what;
-    EXPECT_EQ(ran.smem_bytes, ring) << what << ": the prefetching loop";
+    const bool ringed = k.t != DType::kF32 && k.cluster >= 4;
+    EXPECT_EQ(ran.smem_bytes, ringed ? ring : prefetch_ring) << what << (ringed ? ": the ring" : ": the prefetching loop");
     for (auto [first, rows] : {std::pair<int64_t, int64_t>{probe - 1, 3}, {1, batch - 1}, {0, batch}}) {
       EXPECT_EQ(output_row(plain, y, row_bytes, first, rows, probe), alone)
           << what << ": row " << probe << " in a batch of " << rows << " starting at " << first;
@@ -548,15 +551,16 @@ TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
   }
 }
 
-// Rows quantized with a static scale are prefetched too (change 99): row
+// Rows quantized with a static scale run through the ring (change 107;
+// prefetched since change 99 before): row
 // `probe` of a batch (a cluster's second or later row, read from the ring)
 // must keep the bits it has alone, and the whole batch those of the same
 // rows one element off alignment (the checked plain loop, no ring); bf16
 // RMSNorm to fp8 and int8 in clusters of 2 and 4.
-TEST(BatchInvariance, PrefetchedStaticQuantRowsKeepTheirBits) {
+TEST(BatchInvariance, RingedStaticQuantRowsKeepTheirBits) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
-  const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  const size_t ring = normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam);
   const std::pair<int64_t, int64_t> lengths[] = {{131072, 150}, {262144, 80}};  // N, rows
   for (const auto& length : lengths) {
     const int64_t n = length.first, batch = length.second;
@@ -584,7 +588,7 @@ TEST(BatchInvariance, PrefetchedStaticQuantRowsKeepTheirBits) {
       auto quant = [&](int64_t first, int64_t rows) { return quant_from(x.data(), first, rows); };
       const auto alone = output_row(quant, y, n, probe, 1, probe);
       ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
-      EXPECT_EQ(ran.smem_bytes, ring) << what << ": the prefetching loop";
+      EXPECT_EQ(ran.smem_bytes, ring) << what << ": the ring";
       for (auto [first, rows] : {std::pair<int64_t, int64_t>{probe - 1, 3}, {1, batch - 1}, {0, batch}}) {
         EXPECT_EQ(output_row(quant, y, n, first, rows, probe), alone)
             << what << ": row " << probe << " in a batch of " << rows << " starting at " << first;

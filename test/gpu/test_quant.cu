@@ -326,15 +326,16 @@ TEST(Quant, RolledRowsManyPerCluster) {
   }
 }
 
-// Rows quantized with a static scale in row_cluster_registers read their
-// first slots from the prefetch ring (kernel/row_prefetch.cuh,
-// kPrefetchesRows: change 99), as plain rows of their types do: bf16
-// RMSNorm in clusters of 2 (N = 131072: 66 on the H200) and 4 (262144: 30-33),
-// fp32 LayerNorm in clusters of 2 (65536) and 4 (131072), with 2-5 rows a
+// Rows quantized with a static scale in row_cluster_registers: bf16
+// RMSNorm ones run through the ring (kernel/row_ring.cuh, kRingsRows:
+// change 107) in clusters of 2 (N = 131072: 66 on the H200) and 4 (262144:
+// 30-33); fp32 LayerNorm ones read their first slots from the prefetch ring
+// (kernel/row_prefetch.cuh, kPrefetchesRows: change 99), as plain rows of
+// their type do, in clusters of 2 (65536) and 4 (131072); with 2-5 rows a
 // cluster so that each ring turns over, x strided (still slot-aligned), and
-// the plan that ran checked to be the prefetching one; misaligned rows run
-// the checked plain loop, without the ring.
-TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
+// the plan that ran checked to be that loop; misaligned rows run the
+// checked plain loop, without a ring.
+TEST(Quant, StaticRowsRingedOrPrefetchedManyPerCluster) {
   NK_REQUIRE_GPU();
   struct Case {
     Op op;
@@ -346,7 +347,8 @@ TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
                         {Op::kRmsNorm, DType::kBF16, 262144, 80, 128, 4},
                         {Op::kLayerNorm, DType::kF32, 65536, 150, 64, 2},
                         {Op::kLayerNorm, DType::kF32, 131072, 80, 0, 4}};
-  const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  const size_t prefetch_ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+  const size_t ring = normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam);
   for (QType q : {QType::kE4M3, QType::kInt8}) {
     for (const Case& k : cases) {
       // Under compute-sanitizer the rows of 131072 (clusters of 2 and 4)
@@ -366,8 +368,12 @@ TEST(Quant, StaticRowsPrefetchedManyPerCluster) {
       check_quant(c);
       EXPECT_EQ(ran.shape, Shape::kRowInClusterRegisters) << "N=" << k.cols;
       EXPECT_EQ(ran.cluster, k.cluster) << "N=" << k.cols;
-      EXPECT_EQ(ran.threads, normkit::kernel::kPrefetchTeam) << "N=" << k.cols;
-      EXPECT_EQ(ran.smem_bytes, ring) << "N=" << k.cols << ": the prefetching loop";
+      EXPECT_EQ(ran.threads, 1024) << "N=" << k.cols;
+      if (k.x == DType::kBF16) {
+        EXPECT_EQ(ran.smem_bytes, ring) << "N=" << k.cols << ": the ring";
+      } else {
+        EXPECT_EQ(ran.smem_bytes, prefetch_ring) << "N=" << k.cols << ": the prefetching loop";
+      }
       QuantCase misaligned = c;
       misaligned.rows = 3;
       misaligned.x_pad = 0;

@@ -79,11 +79,12 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // every cluster runs several (the resident grid strides over them: 66
 // clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
 // are the previous row's relay; aligned (WHOLE) and not. The 16-bit RMSNorm
-// rows (clusters of 2 and 4) and fp32 LayerNorm rows (2, 4, 8) are prefetched
+// rows in clusters of 2 and fp32 LayerNorm rows (2, 4, 8) are prefetched
 // instead (kernel/row_prefetch.cuh: the first slots of each
 // row from a ring the copy engine filled during the previous row, each lap
-// flipping its mbarriers' parity), where aligned (strided, in place too);
-// misaligned, they run the checked plain loop. 16-bit LayerNorm rows
+// flipping its mbarriers' parity), 16-bit RMSNorm rows in clusters of 4 run
+// through the ring (kernel/row_ring.cuh: change 107), where aligned
+// (strided, in place too); misaligned, they run the checked plain loop. 16-bit LayerNorm rows
 // (clusters of 2: change 101) run the plain loop.
 TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
   NK_REQUIRE_GPU();
@@ -103,7 +104,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
       {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
       {DType::kF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false},
-      // Clusters of 4 (change 96): prefetched where aligned, in place too.
+      // Clusters of 4 (changes 96, 107): ringed where aligned, in place too.
       // Under the sanitizers too, more rows than the 30-33 clusters, so that
       // some clusters' rings turn over (20 rows left every cluster one row;
       // 70 ran racecheck's shard of this test past its stage, run 244).
@@ -145,9 +146,12 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
     EXPECT_EQ(r.plan.shape, Shape::kRowInClusterRegisters) << nktest::describe(s);
     const bool prefetched = c.op == Op::kLayerNorm ? c.t == DType::kF32 : c.t != DType::kF32;
     if (prefetched && c.shape == Shape::kAuto) {
-      const size_t ring = normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
+      // 16-bit RMSNorm rows in clusters of 4 run through the ring instead (change 107).
+      const bool ringed = c.op == Op::kRmsNorm && r.plan.cluster >= 4;
+      const size_t ring = ringed ? normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam)
+                                 : normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
       EXPECT_EQ(r.plan.smem_bytes, c.x_misalign == 0 ? ring : 0u)
-          << nktest::describe(s) << ": aligned rows prefetch, misaligned ones run the checked loop";
+          << nktest::describe(s) << ": aligned rows take their ring, misaligned ones run the checked loop";
     }
   }
 }

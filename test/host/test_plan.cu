@@ -705,6 +705,47 @@ TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
   EXPECT_NE(plan_of(prefetched(bf16_row(262144)), small).shape, Shape::kRowInClusterRegisters);
 }
 
+// Rows both the ring (kernel::kRingsRows) and the prefetching loop
+// (kernel::kPrefetchesRows) admit (16-bit RMSNorm rows whose output needs
+// no maximum: converted, or quantized with a static scale) take the one
+// measured faster (rings_over_prefetch, change 107): quantized ones the
+// ring in any cluster, converted ones the ring in clusters of 4 or more and
+// the prefetching loop in clusters of 2; on a device without the shared
+// memory for the ring, the prefetching loop's smaller one.
+TEST(Plan, RowsBothRingsAdmitTakeTheMeasuredOne) {
+  auto both = [](RowFormat f) {
+    f.rings_rows = true;
+    f.prefetches_rows = true;
+    return f;
+  };
+  const size_t ring = normkit::kernel::ring_smem_bytes(1024);
+  const size_t prefetch = normkit::kernel::prefetch_smem_bytes(1024);
+  struct Case {
+    RowFormat f;
+    int cluster;
+    size_t smem;
+  };
+  const Case cases[] = {{both(bf16_row(131072)), 2, prefetch},
+                        {both(bf16_row(262144)), 4, ring},
+                        {both(bf16_row(524288)), 8, ring},
+                        {both(static_row(bf16_row(131072))), 2, ring},
+                        {both(static_row(bf16_row(262144))), 4, ring}};
+  for (const Case& k : cases) {
+    const LaunchPlan p = plan_of(k.f, h200());
+    EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters) << k.f.cols;
+    EXPECT_EQ(p.cluster, k.cluster) << k.f.cols;
+    EXPECT_EQ(p.threads, 1024) << k.f.cols;
+    EXPECT_EQ(p.smem_bytes, k.smem) << k.f.cols << (k.f.quantized ? " static" : " converted");
+    // With 99 KiB to opt into (the ring's 224 KiB does not fit), the prefetching loop's ring.
+    const LaunchPlan small = plan_of(k.f, h200_with_optin(99 * 1024));
+    EXPECT_EQ(small.shape, Shape::kRowInClusterRegisters) << k.f.cols;
+    EXPECT_EQ(small.smem_bytes, prefetch) << k.f.cols;
+  }
+  EXPECT_TRUE(normkit::detail::rings_over_prefetch(static_row(bf16_row(131072)), 2));
+  EXPECT_FALSE(normkit::detail::rings_over_prefetch(bf16_row(131072), 2));
+  EXPECT_TRUE(normkit::detail::rings_over_prefetch(bf16_row(262144), 4));
+}
+
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
   LaunchPlan p;
   EXPECT_EQ(choose_plan(bf16_row(1025), h200(), Shape::kRowsPerWarp, &p), Status::kErrorUnsupportedShape);

@@ -21,7 +21,9 @@
 // (row_ring.cuh); in CTAs of 512 they roll (kRollsRows). Plain 16-bit
 // RMSNorm and fp32 LayerNorm rows in CTAs of 1024 threads read their first
 // slots from a small ring the copy engine filled during the previous row
-// (kPrefetchesRows, row_prefetch.cuh).
+// (kPrefetchesRows, row_prefetch.cuh), but for the 16-bit rows the plan
+// runs through the ring instead (static scales in any cluster, converted
+// rows in clusters of 4 or more: change 107).
 #pragma once
 
 #include <cstdint>
@@ -64,6 +66,13 @@ inline constexpr bool kRollsRows =
     Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax &&
     !std::is_same_v<detail::ParamsKeptInL1<Problem, true>, Problem>;
 
+/// The loop row_cluster_registers runs in the shared memory the plan gave
+/// its CTAs for one (launched as that much dynamic shared memory): none, the
+/// ring (kRingsRows, row_ring.cuh) or the prefetching loop
+/// (kPrefetchesRows, row_prefetch.cuh). Rows both admit take the one the
+/// plan chose (plan.cuh, cluster_ring_smem_bytes).
+enum class SmemLoop { kNone, kRing, kPrefetch };
+
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
 /// that split so; the checked form relies on it, as it checks no bounds).
@@ -73,11 +82,11 @@ inline constexpr bool kRollsRows =
 /// base plus an immediate offset: at blockDim.x the addresses of the next
 /// row's slots cost 14% more instructions a row (per-row fp8, SASS), with it
 /// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop.
-/// RING: the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam), launched
-/// with ring_smem_bytes of dynamic shared memory (row_ring.cuh); for
-/// prefetched rows (kPrefetchesRows, WHOLE, TEAM == kPrefetchTeam) the
-/// prefetching loop, with prefetch_smem_bytes (row_prefetch.cuh).
-template <class Problem, int VECS, bool WHOLE, int TEAM = 0, bool RING = false>
+/// LOOP: kRing, the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam),
+/// launched with ring_smem_bytes of dynamic shared memory (row_ring.cuh);
+/// kPrefetch, the prefetching loop (kPrefetchesRows, WHOLE, TEAM ==
+/// kPrefetchTeam), with prefetch_smem_bytes (row_prefetch.cuh).
+template <class Problem, int VECS, bool WHOLE, int TEAM = 0, SmemLoop LOOP = SmemLoop::kNone>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
   using Reducer = ClusterAllReduce<BlockAllReduce<kClusterRegistersMaxThreads>>;
@@ -103,16 +112,17 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
                                              reducer.rank() == 0, reducer,
                                              reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
                                                  relay_bytes));
-  } else if constexpr (RING && kPrefetchesRows<Problem>) {
-    static_assert(WHOLE && TEAM == kPrefetchTeam,
-                  "normkit: rows are prefetched WHOLE, in CTAs of kPrefetchTeam threads");
+  } else if constexpr (LOOP == SmemLoop::kPrefetch) {
+    static_assert(kPrefetchesRows<Problem> && WHOLE && TEAM == kPrefetchTeam,
+                  "normkit: the prefetching loop runs kPrefetchesRows problems, WHOLE, in CTAs of kPrefetchTeam "
+                  "threads");
     // The first slots of the CTA's part of each row come from a ring the
     // copy engine filled during the previous row (prefetch_smem_bytes,
     // launched as dynamic shared memory; row_prefetch.cuh).
     extern __shared__ __align__(16) unsigned char prefetch_bytes[];
     detail::prefetch_rows<Problem, VECS, TEAM>(p, blockIdx.x / csize, gridDim.x / csize, col_base,
                                                reducer.rank() == 0, reducer, prefetch_bytes);
-  } else if constexpr (RING) {
+  } else if constexpr (LOOP == SmemLoop::kRing) {
     static_assert(kRingsRows<Problem> && WHOLE && TEAM == kRingTeam,
                   "normkit: the ring runs kRingsRows problems, WHOLE, in CTAs of kRingTeam threads");
     // The CTA's part flows through a ring of chunks in shared memory

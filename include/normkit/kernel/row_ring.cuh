@@ -17,11 +17,16 @@
 // then close to bound by issue (ncu: 0.70 instructions a cycle a scheduler
 // with chunks of one slot, whose waits, arrivals and ring arithmetic cost 11%
 // more instructions than the rolled loop; chunks of two halved them, +1 to
-// +1.7 points).
+// +1.7 points). 16-bit rows whose output needs no maximum (RMSNorm
+// converted, Gemma's (1 + w), static fp8 and int8) take the same ring where
+// the plan gives it them (change 107: bf16 N = 262144 in clusters of 4,
+// static int8 81% -> 90%, fp8 85.6% -> 91%, Gemma 85% -> 88.5%, RMSNorm
+// 85.7% -> 87.9%; static ones at 131072 in clusters of 2 +2 to +5 points,
+// where converted rows lost 1.2-1.4 to the prefetching loop).
 //
 // The bits are those of the register loop: the same values (apply_prefetched
 // gives apply_whole's), the statistics' walk over the same slots in the same
-// order, the same reducer.
+// order (with the maximum folded in, or without it), the same reducer.
 #pragma once
 
 #include <cstddef>
@@ -58,17 +63,23 @@ NORMKIT_HOST_DEVICE constexpr size_t ring_smem_bytes(int threads) {
   return size_t{16} * threads * kRingChunks * kRingChunkSlots + size_t{16} * kRingChunks;
 }
 
-/// Whether row_cluster_registers runs these rows through a ring: rows that
-/// are x's bytes (the copy engine moves them as they are), an output that
-/// needs the row maximum (per-row quantization, which the register loop
-/// rolls: kRollsRows) folded into statistics that walk the row once before
-/// their one reduction (kFusedRowMax: RMSNorm), an epilogue whose parameters
-/// may be held for every row (HasHeld) in 16 bytes a slot (an fp32 weight
-/// of a 16-bit row takes 32: 64 registers, and the ring kernel spilled 180
-/// bytes), rows in 16-byte slots.
+/// Whether row_cluster_registers may run these rows through a ring: rows
+/// that are x's bytes (the copy engine moves them as they are), statistics
+/// that walk the row once before their one reduction (RMSNorm's
+/// MeanSquare), an output that needs the row maximum (per-row quantization,
+/// which the register loop rolls: kRollsRows; folded into that walk,
+/// kFusedRowMax) or rows of 16-bit x whose output needs none (converted, or
+/// quantized with a static scale: change 107; 4-byte ones relay or are
+/// prefetched), an epilogue whose parameters may be held for every row
+/// (HasHeld) in 16 bytes a slot (an fp32 weight of a 16-bit row takes 32:
+/// 64 registers, and the ring kernel spilled 180 bytes) and scales
+/// homogeneously, rows in 16-byte slots. Rows that need no maximum are
+/// prefetched as well (kPrefetchesRows); the plan picks the ring for them
+/// where it measured faster (plan.cuh, cluster_ring_smem_bytes).
 template <class Problem>
 inline constexpr bool kRingsRows =
-    Problem::Input::kIsPlainCopy && Problem::Output::kNeedsRowAbsMax &&
+    Problem::Input::kIsPlainCopy &&
+    (Problem::Output::kNeedsRowAbsMax || sizeof(typename Problem::Storage) == 2) &&
     stats::walks_before_reducing_v<typename Problem::Stats> &&
     detail::epilogue_homogeneous_v<typename Problem::Epilogue> &&
     detail::HeldSlotBytes<typename Problem::Epilogue, Problem::kVec>::value == 16 &&
@@ -219,7 +230,8 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   static_assert(kRoundsInEpilogue<Work, kFolds> == kRoundsInEpilogue<Problem, kFolds>,
                 "normkit: the held form must round where the epilogue's other forms do (apply_held's addend form), "
                 "or a row's bits would depend on the kernel shape");
-  static_assert(kFusedRowMax<Work, View, Reducer>,
+  constexpr bool kRowMax = Problem::Output::kNeedsRowAbsMax;
+  static_assert(!kRowMax || kFusedRowMax<Work, View, Reducer>,
                 "normkit: ring_rows folds the row maximum into the statistics' walk (kRingsRows)");
   static_assert(!stats_uses_shift_v<typename Problem::Stats, View, Reducer>,
                 "normkit: the ring's view has no row pilot (RingView::shift is 0): statistics that shift by it "
@@ -228,11 +240,16 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   uint32_t c0 = 0;  // the row's first chunk in the CTA's sequence
   for (int64_t row = first; row < p.rows; row += stride, c0 += CPR, place = place.advanced(CPR)) {
     const View view{ring + lane, full, place};
-    float m = 0.f;
     float amax = 0.f;
-    using Tap = HeldWeightRowMaxTap<Work, Pre>;
-    const InterleavedParts<View, 1, Tap> tapped{view, Tap{p, pre, &m}};
-    RowStats st = stats_with_row_max<Work>(p, tapped, reducer, m, &amax);
+    RowStats st;
+    if constexpr (kRowMax) {
+      float m = 0.f;
+      using Tap = HeldWeightRowMaxTap<Work, Pre>;
+      const InterleavedParts<View, 1, Tap> tapped{view, Tap{p, pre, &m}};
+      st = stats_with_row_max<Work>(p, tapped, reducer, m, &amax);
+    } else {  // no maximum (change 107): the statistics alone, as the register loop's
+      st = Work::Stats::compute(view, reducer, p.cols, p.eps);
+    }
     const bool leader = first_part && lane == 0;
     if (leader) store_row_stats(p, row, st);
     const float factor = output_factor<Work, View, Reducer>(p, row, amax, leader, st);

@@ -332,15 +332,24 @@ struct Launcher {
       if constexpr (kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) {
         // Ringed rows (kernel::kRingsRows) and prefetched ones
         // (kernel::kPrefetchesRows) run their ring where the plan gave them
-        // its shared memory (devices with it); the rest roll, or run the
+        // its shared memory (devices with it; rows both admit, the one the
+        // plan chose: cluster_ring_smem_bytes); the rest roll, or run the
         // plain or checked loop, without it.
         if constexpr (!kCheckedOnly) {
-          constexpr bool kRings = kernel::kRingsRows<Problem>;
-          constexpr int kTeam = kRings ? kernel::kRingTeam : kernel::kPrefetchTeam;
-          constexpr size_t kRing = kRings ? kernel::ring_smem_bytes(kTeam) : kernel::prefetch_smem_bytes(kTeam);
-          if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kRing) {
-            return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, true>, p, plan,
-                                   plan.smem_bytes, device, caps, stream);
+          using kernel::SmemLoop;
+          if constexpr (kernel::kRingsRows<Problem>) {
+            constexpr int kTeam = kernel::kRingTeam;
+            if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::ring_smem_bytes(kTeam)) {
+              return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, SmemLoop::kRing>, p,
+                                     plan, plan.smem_bytes, device, caps, stream);
+            }
+          }
+          if constexpr (kernel::kPrefetchesRows<Problem>) {
+            constexpr int kTeam = kernel::kPrefetchTeam;
+            if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::prefetch_smem_bytes(kTeam)) {
+              return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, SmemLoop::kPrefetch>, p,
+                                     plan, plan.smem_bytes, device, caps, stream);
+            }
           }
         }
         return launch_resident(fn, p, plan, 0, device, caps, stream);

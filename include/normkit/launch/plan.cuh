@@ -441,15 +441,37 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
   return true;
 }
 
+/// Whether row_cluster_registers runs rows that both its ring
+/// (kernel::kRingsRows) and its prefetching loop (kernel::kPrefetchesRows)
+/// admit through the ring, in clusters of `cluster` CTAs: quantized ones
+/// (a static scale) in any cluster, converted ones (16-bit RMSNorm, Gemma's
+/// (1 + w)) in clusters of 4 or more. Measured (docs/performance.md, change
+/// 107; bf16, A/B against the prefetching loop): N = 262144 (clusters of 4)
+/// static int8 81.0% -> 90.3% of the copy, fp8 85.6% -> 91.0%, Gemma 84.8%
+/// -> 88.5%, RMSNorm 85.7% -> 87.9%; N = 131072 (clusters of 2) static int8
+/// 86.7% -> 91.9%, fp8 90.7% -> 92.8%, but Gemma 91.8% -> 90.5% and RMSNorm
+/// 92.1% -> 90.7%, so converted rows keep the prefetching loop there. In
+/// clusters of 8 (16-bit rows past 512 KiB) unmeasured.
+inline bool rings_over_prefetch(const RowFormat& f, int cluster) { return f.quantized || cluster >= 4; }
+
 /// The ring row_cluster_registers runs these rows through in CTAs of
-/// `threads` threads: ringed rows' (kernel::kRingsRows, CTAs of
-/// kernel::kRingTeam) or prefetched rows' (kernel::kPrefetchesRows, CTAs of
-/// kernel::kPrefetchTeam, in any cluster: changes 94, 96, 97; 16-bit rows
-/// in clusters of 8, past 512 KiB, not measured with it); 0 for none.
-inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads) {
-  if (f.rings_rows && threads == kernel::kRingTeam) return kernel::ring_smem_bytes(kernel::kRingTeam);
-  if (f.prefetches_rows && threads == kernel::kPrefetchTeam) return kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
-  return 0;
+/// `threads` threads in clusters of `cluster`: ringed rows' (kernel::kRingsRows, CTAs of
+/// kernel::kRingTeam; rows the prefetching loop admits too where
+/// rings_over_prefetch holds) or prefetched rows' (kernel::kPrefetchesRows,
+/// CTAs of kernel::kPrefetchTeam, in any cluster: changes 94, 96, 97;
+/// 16-bit rows in clusters of 8, past 512 KiB, not measured with it),
+/// where the device has the shared memory for it (sm_90's 227 KiB; with
+/// less, rows the prefetching loop admits take its smaller ring instead of
+/// the ring); 0 for none.
+inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int cluster, const DeviceCaps& d) {
+  auto fits = [&](size_t bytes) { return bytes + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin); };
+  const size_t ring = kernel::ring_smem_bytes(kernel::kRingTeam);
+  if (f.rings_rows && threads == kernel::kRingTeam && (!f.prefetches_rows || rings_over_prefetch(f, cluster)) &&
+      fits(ring)) {
+    return ring;
+  }
+  const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
+  return f.prefetches_rows && threads == kernel::kPrefetchTeam && fits(prefetch) ? prefetch : 0;
 }
 
 /// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
@@ -483,8 +505,8 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       // Ringed and prefetched rows take their ring where the device has the
       // shared memory for it (sm_90's 227 KiB); elsewhere the plain loop,
       // with none.
-      const size_t ring = cluster_ring_smem_bytes(f, threads);
-      if (ring > 0 && ring + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin)) smem = ring;
+      const size_t ring = cluster_ring_smem_bytes(f, threads, c, d);
+      if (ring > 0) smem = ring;
       p->shape = Shape::kRowInClusterRegisters;
       p->cluster = c;
       p->threads = static_cast<int>(threads);
@@ -514,10 +536,11 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// rows with one reduction (add + RMSNorm) in any cluster: since change 71
 /// keeps their weight in L1 there, bf16 N = 262144 in clusters of 4 reads
 /// 88.8% staged -> 91.9%, in place 90.9% -> 92.9% (change 76). Prefetched
-/// rows (kernel::kPrefetchesRows) where the plan gave them their ring, in
+/// rows (kernel::kPrefetchesRows) where the plan gave them their ring (or
+/// the ring of kernel::kRingsRows, rings_over_prefetch), in
 /// any cluster: RMSNorm bf16 N = 262144 in clusters of 4, 82.9% staged ->
-/// 86.1% (change 96; the plain loop there 79.4%), LayerNorm fp32 N = 131072
-/// in clusters of 4, 76.5% -> 82.4% (change 97). 16-bit rows with two
+/// 86.1% (change 96; the plain loop there 79.4%; ringed, 87.9%: change
+/// 107), LayerNorm fp32 N = 131072 in clusters of 4, 76.5% -> 82.4% (change 97). 16-bit rows with two
 /// reductions (allows_wide_slots false: LayerNorm) past 128 KiB of x in
 /// clusters of 2 (change 101, run 247: LayerNorm bf16 N = 131072 77.5% ->
 /// 83.5%, fp16 71.1% -> 79.7%); not in clusters of 4 (LayerNorm bf16
@@ -538,7 +561,7 @@ inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   }
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
-         (f.prefetches_rows && p.smem_bytes > 0 && p.smem_bytes == cluster_ring_smem_bytes(f, p.threads));
+         (f.prefetches_rows && p.smem_bytes > 0);  // the plan gave them a ring (cluster_ring_smem_bytes)
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
