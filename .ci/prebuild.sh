@@ -22,9 +22,12 @@ cp "$build"/bench/normkit_bench "$build"/bench/libnormkit_capi.so prebuilt/bench
 lib=$(ldd "$build"/bench/normkit_bench | awk '/libbenchmark/ {print $3}')
 [ -n "$lib" ] && cp "$lib" prebuilt/lib/
 strip --strip-debug prebuilt/test/* prebuilt/bench/* prebuilt/examples/* 2>/dev/null || true
-grep -qx '/prebuilt/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '/prebuilt/' >>.git/info/exclude; }
+# (git's own exclude file: .git may be a file, in a worktree)
+exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/prebuilt/' "$exclude" 2>/dev/null || echo '/prebuilt/' >>"$exclude"
 du -sh prebuilt
 mkdir -p carry
-grep -qx '/carry/' .git/info/exclude 2>/dev/null || echo '/carry/' >>.git/info/exclude
+grep -qx '/carry/' "$exclude" 2>/dev/null || echo '/carry/' >>"$exclude"
 tar cf - prebuilt | xz -T"$(nproc)" -6 >carry/prebuilt.tar.xz
 du -sh carry/prebuilt.tar.xz
