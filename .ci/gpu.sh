@@ -143,6 +143,7 @@ if [ ${#tools[@]} -gt 0 ]; then
         # test_gpu_quant under racecheck ran past the stage whole (run 244: 420 s).
         test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_layout | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
+        test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)
         *) shards=1 ;;
       esac
       for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done
