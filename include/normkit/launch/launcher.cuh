@@ -195,11 +195,16 @@ struct Launcher {
   /// striding over a few groups of rows, since a CTA per group of short rows
   /// measured worse for 16-bit LayerNorm (its start is then paid per group).
   /// 64 times for rows with one reduction and no row maximum (RMSNorm, fused
-  /// add + RMSNorm: +1.1 to +2 points at 16-bit N = 64-768), 16 for the rest
-  /// (at 64, LayerNorm lost 4.2 points at N = 64 and 1.7 at 768, per-row fp8
+  /// add + RMSNorm: +1.1 to +2 points at 16-bit N = 64-768) and for fused-add
+  /// rows with two (add + LayerNorm bf16 N = 64-1024 +2.1 to +3.7: 256 95.3%
+  /// -> 98.0%, 1024 97.3% -> 99.8%; change 108), 16 for the rest (at 64,
+  /// plain LayerNorm lost 4.2 points at N = 64 and 1.7 at 768, per-row fp8
   /// 1.6-6; docs/performance.md, change 70).
   static constexpr int64_t kRowsPerWarpWaves =
-      stats::row_reductions_v<typename Problem::Stats> == 1 && !Problem::Output::kNeedsRowAbsMax ? 64 : 16;
+      (stats::row_reductions_v<typename Problem::Stats> == 1 || !Problem::Input::kIsPlainCopy) &&
+              !Problem::Output::kNeedsRowAbsMax
+          ? 64
+          : 16;
   static constexpr int64_t kMaxGrid = 0x7fffffff;  ///< gridDim.x limit; the kernels stride beyond it
 
   template <int VECS, bool WHOLE>
