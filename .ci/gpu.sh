@@ -134,8 +134,15 @@ if [ ${#tools[@]} -gt 0 ]; then
     local tool=$1 b shards i
     for b in $gpu_tests; do
       case "$(basename "$b")" in
-        test_gpu_shapes | test_gpu_dtypes)
-          shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-16}" || echo "${SHARDS:-8}") ;;
+        # Under racecheck test_gpu_shapes' shard 0 of 16 ran past 300 s in
+        # runs 258 and 264 (its two halves took 40-80 s alone, run 265), so
+        # twice the shards there (43 tests; test_gpu_dtypes' 30 keep 16, as a
+        # shard with no test is a sanitizer error).
+        test_gpu_shapes)
+          shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-32}" || echo "${SHARDS:-8}") ;;
+        test_gpu_dtypes) shards=$([ "$tool" = racecheck ] && echo 16 || echo "${SHARDS:-8}") ;;
+        # test_gpu_fused under racecheck ran past 300 s whole (runs 258, 264); in 4 shards 78 s (run 265).
+        test_gpu_fused) shards=$([ "$tool" = racecheck ] && echo 4 || echo 1) ;;
         # Under racecheck test_gpu_large keeps one test (the other is skipped
         # above), so a second shard would run none and the sanitizer would
         # report that as an error (device run 33).
