@@ -135,9 +135,10 @@ if [ ${#tools[@]} -gt 0 ]; then
     for b in $gpu_tests; do
       case "$(basename "$b")" in
         # Under racecheck test_gpu_shapes' shard 0 of 16 ran past 300 s in
-        # runs 258 and 264 (its two halves took 40-80 s alone, run 265), so
-        # twice the shards there (43 tests; test_gpu_dtypes' 30 keep 16, as a
-        # shard with no test is a sanitizer error).
+        # runs 258 and 264 (its two halves took 40-80 s alone, run 265), and
+        # of 32 in run 267 (its one test, since split in two), so twice the
+        # shards there (44 tests; test_gpu_dtypes' 30 keep 16, as a shard
+        # with no test is a sanitizer error).
         test_gpu_shapes)
           shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-32}" || echo "${SHARDS:-8}") ;;
         test_gpu_dtypes) shards=$([ "$tool" = racecheck ] && echo 16 || echo "${SHARDS:-8}") ;;
@@ -149,7 +150,9 @@ if [ ${#tools[@]} -gt 0 ]; then
         test_gpu_large) shards=$([ "$tool" = racecheck ] && echo 1 || echo "${SHARDS_MID:-2}") ;;
         # test_gpu_quant under racecheck ran past the stage whole (run 244: 420 s).
         test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
-        test_gpu_invariance | test_gpu_layout | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
+        # test_gpu_layout's first of 2 shards ran past 300 s under racecheck in run 267 (297 s in 264).
+        test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
+        test_gpu_invariance | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)
         *) shards=1 ;;
       esac

@@ -77,7 +77,7 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // (kernel/row_relay.cuh): each CTA loads its part of the next row while the
 // current one reduces and is written from shared memory. Enough rows that
 // every cluster runs several (the resident grid strides over them: 66
-// clusters of 2, 33 of 4, 16 of 8 on the H200), so that each row's loads
+// clusters of 2, 30 of 4, 15 of 8 on the H200), so that each row's loads
 // are the previous row's relay; aligned (WHOLE) and not. The 16-bit RMSNorm
 // rows in clusters of 2 and fp32 LayerNorm rows (2, 4, 8) are prefetched
 // instead (kernel/row_prefetch.cuh: the first slots of each
@@ -85,53 +85,21 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // flipping its mbarriers' parity), 16-bit RMSNorm rows in clusters of 4 run
 // through the ring (kernel/row_ring.cuh: change 107), where aligned
 // (strided, in place too); misaligned, they run the checked plain loop. 16-bit LayerNorm rows
-// (clusters of 2: change 101) run the plain loop.
-TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
-  NK_REQUIRE_GPU();
-  const bool quick = nktest::quick_mode();
-  struct Case {
-    DType t;
-    int64_t cols, rows;
-    Shape shape;
-    int x_misalign;
-    int64_t x_stride;
-    bool in_place;
-    Op op = Op::kRmsNorm;
-  };
-  const Case cases[] = {
-      {DType::kBF16, 131072, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
-      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 1, -1, false},
-      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
-      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
-      {DType::kF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false},
-      // Clusters of 4 (changes 96, 107): ringed where aligned, in place too.
-      // Under the sanitizers too, more rows than the 30-33 clusters, so that
-      // some clusters' rings turn over (20 rows left every cluster one row;
-      // 70 ran racecheck's shard of this test past its stage, run 244).
-      {DType::kBF16, 262144, quick ? 40 : 100, Shape::kAuto, 0, -1, false},
-      {DType::kF16, 262144, quick ? 40 : 70, Shape::kAuto, 0, -1, true},
-      {DType::kBF16, 262144, quick ? 20 : 40, Shape::kAuto, 1, -1, false},
-      // fp32 LayerNorm rows (not relayed) are prefetched in any cluster
-      // (change 97): 2, 4 (in place), 8 CTAs; misaligned, the checked loop.
-      {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
-      {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 0, -1, true, Op::kLayerNorm},
-      {DType::kF32, 262144, quick ? 24 : 50, Shape::kAuto, 0, 262144 + 32, false, Op::kLayerNorm},
-      {DType::kF32, 131072, quick ? 40 : 70, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
-      // 16-bit LayerNorm rows past 128 KiB in clusters of 2 (change 101):
-      // aligned, misaligned (the checked loop), strided in place.
-      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
-      {DType::kF16, 131072, quick ? 70 : 100, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
-      {DType::kBF16, 131072, quick ? 70 : 100, Shape::kAuto, 0, 131072 + 64, true, Op::kLayerNorm},
-      {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
-      {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
-      {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
-      {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 3, -1, false},
-      {DType::kF32, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, false},
-      // CTAs of one or two warps (clusters of 2): thousands resident, so many rows.
-      {DType::kBF16, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 0, -1, false},
-      {DType::kF32, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 1, -1, false},
-  };
-  for (const Case& c : cases) {
+// (clusters of 2: change 101) run the plain loop. Two tests, clusters of 2
+// and larger ones, so that racecheck's shards of them each finish in time
+// (run 267: the ring's rows made the one test run past 300 s).
+struct ClusterRowsCase {
+  DType t;
+  int64_t cols, rows;
+  Shape shape;
+  int x_misalign;
+  int64_t x_stride;
+  bool in_place;
+  Op op = Op::kRmsNorm;
+};
+
+void check_cluster_register_rows(const std::vector<ClusterRowsCase>& cases) {
+  for (const ClusterRowsCase& c : cases) {
     CaseSpec s;
     s.op = c.op;
     s.x = s.y = s.w = c.t;
@@ -154,6 +122,54 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
           << nktest::describe(s) << ": aligned rows take their ring, misaligned ones run the checked loop";
     }
   }
+}
+
+TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
+  NK_REQUIRE_GPU();
+  const bool quick = nktest::quick_mode();
+  check_cluster_register_rows({
+      {DType::kBF16, 131072, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 1, -1, false},
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, 131072 + 64, false},
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
+      {DType::kF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false},
+      // fp32 LayerNorm rows (not relayed) are prefetched in any cluster
+      // (change 97): 2 CTAs here (4 and 8 below).
+      {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
+      // 16-bit LayerNorm rows past 128 KiB in clusters of 2 (change 101):
+      // aligned, misaligned (the checked loop), strided in place.
+      {DType::kBF16, 131072, quick ? 70 : 140, Shape::kAuto, 0, -1, false, Op::kLayerNorm},
+      {DType::kF16, 131072, quick ? 70 : 100, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
+      {DType::kBF16, 131072, quick ? 70 : 100, Shape::kAuto, 0, 131072 + 64, true, Op::kLayerNorm},
+      {DType::kF32, 65536, quick ? 70 : 200, Shape::kAuto, 0, -1, false},
+      {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, -1, true},
+      {DType::kF32, 65536, quick ? 70 : 140, Shape::kAuto, 0, 65536 + 32, false},
+      // CTAs of one or two warps (clusters of 2): thousands resident, so many rows.
+      {DType::kBF16, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 0, -1, false},
+      {DType::kF32, 4096, quick ? 6000 : 20000, Shape::kRowInClusterRegisters, 1, -1, false},
+  });
+}
+
+TEST(Shapes, ClusterRegisterRowsManyPerLargerCluster) {
+  NK_REQUIRE_GPU();
+  const bool quick = nktest::quick_mode();
+  check_cluster_register_rows({
+      // Clusters of 4 (changes 96, 107): ringed where aligned, in place too.
+      // Under the sanitizers too, more rows than the 30-33 clusters, so that
+      // some clusters' rings turn over (20 rows left every cluster one row;
+      // 70 ran racecheck's shard of this test past its stage, run 244).
+      {DType::kBF16, 262144, quick ? 40 : 100, Shape::kAuto, 0, -1, false},
+      {DType::kF16, 262144, quick ? 40 : 70, Shape::kAuto, 0, -1, true},
+      {DType::kBF16, 262144, quick ? 20 : 40, Shape::kAuto, 1, -1, false},
+      // fp32 LayerNorm rows prefetched in clusters of 4 (in place) and 8;
+      // misaligned, the checked loop.
+      {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 0, -1, true, Op::kLayerNorm},
+      {DType::kF32, 262144, quick ? 24 : 50, Shape::kAuto, 0, 262144 + 32, false, Op::kLayerNorm},
+      {DType::kF32, 131072, quick ? 40 : 70, Shape::kAuto, 1, -1, false, Op::kLayerNorm},
+      // fp32 RMSNorm rows relayed in clusters of 4 and 8.
+      {DType::kF32, 131072, quick ? 40 : 100, Shape::kAuto, 3, -1, false},
+      {DType::kF32, 262144, quick ? 20 : 40, Shape::kAuto, 0, -1, false},
+  });
 }
 
 std::vector<ShapeParam> shape_params() {
