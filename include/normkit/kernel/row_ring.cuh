@@ -1,5 +1,6 @@
 // normkit/kernel/row_ring.cuh: row_cluster_registers' loop for rows quantized
-// with per-row scales (kRingsRows). Each CTA's part of its rows flows through
+// with per-row scales, and for 16-bit RMSNorm rows that need no row maximum
+// where the plan gives it them (kRingsRows). Each CTA's part of its rows flows through
 // a ring of chunks in shared memory instead of the registers: chunk q of a
 // row is slots 2q and 2q + 1 of every thread (32 bytes x TEAM, one contiguous
 // run of x), copied by the copy engine (cp.async.bulk, completing on the
