@@ -97,12 +97,12 @@ class BlockAllReduce {
 /// A block reducer whose CTA runs alone on its SM (1024 threads): while it
 /// waits at a reduction's barrier no other CTA's loads run there, so a
 /// statistics policy may trade walks over the row for reductions, as it
-/// does across a cluster (kAloneOnSm; stats/two_pass.cuh). The same
-/// reductions as Inner's.
+/// does across a cluster (detail::costly_reductions_v; stats/two_pass.cuh).
+/// The same reductions as Inner's.
 template <class Inner>
 class AloneOnSm : public Inner {
  public:
-  static constexpr bool kAloneOnSm = true;
+  static constexpr bool kCostlyReductions = true;
   using Inner::Inner;
 };
 

@@ -41,8 +41,9 @@ NORMKIT_DEVICE uint32_t cluster_peer_address(uint32_t local, unsigned rank) {
 template <class BlockReducer>
 class ClusterAllReduce {
  public:
-  /// Its reductions synchronize CTAs (statistics policies may trade walks for them).
-  static constexpr bool kSpansCtas = true;
+  /// Its reductions synchronize CTAs (statistics policies may trade walks
+  /// for them: detail::costly_reductions_v).
+  static constexpr bool kCostlyReductions = true;
   /// Largest cluster the exchange has slots for (the launcher uses at most 8).
   static constexpr int kMaxRanks = 16;
   static constexpr int kSlotBytes = 16;

@@ -4,6 +4,8 @@
 // bits in every lane and results do not depend on lane order.
 #pragma once
 
+#include <type_traits>
+
 #include "../config.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -24,6 +26,19 @@ struct WelfordState {
 };
 
 namespace detail {
+/// Whether a reducer's reductions cost more than a walk over a row held in
+/// registers, so that statistics may trade walks for them (TwoPass's one
+/// walk: stats/two_pass.cuh). A reducer says so with `static constexpr bool
+/// kCostlyReductions = true`: ClusterAllReduce (each reduction synchronizes
+/// the cluster's CTAs) and AloneOnSm (its CTA runs alone on its SM, so
+/// nothing else loads while it waits at a barrier); wrappers forward it.
+template <class R, class = void>
+struct CostlyReductions : std::false_type {};
+template <class R>
+struct CostlyReductions<R, std::void_t<decltype(R::kCostlyReductions)>> : std::bool_constant<R::kCostlyReductions> {};
+template <class R>
+inline constexpr bool costly_reductions_v = CostlyReductions<R>::value;
+
 /// a * b rounded on its own, never fused into a neighbouring add.
 NORMKIT_HOST_DEVICE float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)

@@ -5,6 +5,7 @@
 // slots).
 #pragma once
 
+#include "../block/reduce_ops.cuh"
 #include "../config.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -14,7 +15,7 @@ namespace detail {
 /// (every thread of the CTA reaches that reduction, so every thread runs it).
 template <class Inner, class Hook>
 struct HookBeforeFirstReduction {
-  static constexpr bool kSpansCtas = Inner::kSpansCtas;
+  static constexpr bool kCostlyReductions = costly_reductions_v<Inner>;
   Inner& inner;
   Hook& before_first;
   bool fired;

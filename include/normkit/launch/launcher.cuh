@@ -201,10 +201,7 @@ struct Launcher {
   /// plain LayerNorm lost 4.2 points at N = 64 and 1.7 at 768, per-row fp8
   /// 1.6-6; docs/performance.md, change 70).
   static constexpr int64_t kRowsPerWarpWaves =
-      (stats::row_reductions_v<typename Problem::Stats> == 1 || !Problem::Input::kIsPlainCopy) &&
-              !Problem::Output::kNeedsRowAbsMax
-          ? 64
-          : 16;
+      (kRowReductions == 1 || !Problem::Input::kIsPlainCopy) && !Problem::Output::kNeedsRowAbsMax ? 64 : 16;
   static constexpr int64_t kMaxGrid = 0x7fffffff;  ///< gridDim.x limit; the kernels stride beyond it
 
   template <int VECS, bool WHOLE>

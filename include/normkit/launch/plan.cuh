@@ -210,6 +210,12 @@ inline int64_t x_row_bytes(const RowFormat& f) { return f.vec > 0 ? f.cols * (16
 /// Static shared memory the chunked kernel uses besides the staged chunk (reducers), with slack.
 inline constexpr size_t kChunkedStaticSmem = 2048;
 
+/// Whether a CTA may opt into `dynamic_bytes` of dynamic shared memory on
+/// device `d`, beside its reducers' static shared memory (kChunkedStaticSmem).
+inline bool smem_fits(const DeviceCaps& d, size_t dynamic_bytes) {
+  return dynamic_bytes + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin);
+}
+
 /// Wide rows: 8 slots per thread in one CTA of whole warps that hold the row
 /// exactly (row_per_block's WHOLE form), for x rows past 32 KiB (which 4
 /// slots cannot hold) up to 128 KiB (CTAs of up to 1024 threads:
@@ -435,7 +441,7 @@ inline void set_chunks(const RowFormat& f, int cluster, int threads, LaunchPlan*
 inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, LaunchPlan* p) {
   set_chunks(f, cluster, kernel::ChunkedTuning<true>::kThreads, p);
   const size_t bytes = static_cast<size_t>(ceil_div(p->chunk * f.storage_bytes, 16) * 16);
-  if (bytes + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) return false;
+  if (!smem_fits(d, bytes)) return false;
   p->shape = cluster > 1 ? Shape::kRowInCluster : Shape::kRowInSmem;
   p->smem_bytes = bytes;
   return true;
@@ -464,14 +470,13 @@ inline bool rings_over_prefetch(const RowFormat& f, int cluster) { return f.quan
 /// less, rows the prefetching loop admits take its smaller ring instead of
 /// the ring); 0 for none.
 inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int cluster, const DeviceCaps& d) {
-  auto fits = [&](size_t bytes) { return bytes + kChunkedStaticSmem <= static_cast<size_t>(d.max_smem_per_block_optin); };
   const size_t ring = kernel::ring_smem_bytes(kernel::kRingTeam);
   if (f.rings_rows && threads == kernel::kRingTeam && (!f.prefetches_rows || rings_over_prefetch(f, cluster)) &&
-      fits(ring)) {
+      smem_fits(d, ring)) {
     return ring;
   }
   const size_t prefetch = kernel::prefetch_smem_bytes(kernel::kPrefetchTeam);
-  return f.prefetches_rows && threads == kernel::kPrefetchTeam && fits(prefetch) ? prefetch : 0;
+  return f.prefetches_rows && threads == kernel::kPrefetchTeam && smem_fits(d, prefetch) ? prefetch : 0;
 }
 
 /// A row split across the smallest cluster (2, 4 or 8 CTAs) whose parts fill
@@ -501,10 +506,10 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       // not fit (devices with less to opt into than sm_90's 227 KiB), a
       // larger cluster, whose CTAs hold less, or no such plan.
       size_t smem = f.relays_rows ? kernel::relay_smem_bytes(static_cast<int>(threads), PlanTuning::kWideVecs) : 0;
-      if (smem > 0 && smem + kChunkedStaticSmem > static_cast<size_t>(d.max_smem_per_block_optin)) continue;
+      if (smem > 0 && !smem_fits(d, smem)) continue;
       // Ringed and prefetched rows take their ring where the device has the
-      // shared memory for it (sm_90's 227 KiB); elsewhere the plain loop,
-      // with none.
+      // shared memory for it (cluster_ring_smem_bytes); elsewhere the plain
+      // loop, with none.
       const size_t ring = cluster_ring_smem_bytes(f, threads, c, d);
       if (ring > 0) smem = ring;
       p->shape = Shape::kRowInClusterRegisters;

@@ -10,9 +10,10 @@
 // formed as (x - m) - c, and var = sum(d^2) / N - c^2 has no cancellation
 // since c is tiny.
 //
-// One walk (a streaming view, where each walk reads memory again, a cluster
-// reducer, where each reduction may be a cluster barrier, or a CTA alone on
-// its SM, kAloneOnSm, where nothing else runs while it waits at a barrier;
+// One walk (a streaming view, where each walk reads memory again, or a
+// reducer whose reductions cost more than a walk, detail::costly_reductions_v:
+// a cluster's, where each reduction may be a cluster barrier, or a CTA's
+// alone on its SM, AloneOnSm, where nothing else runs while it waits at a barrier;
 // the staged shapes use one even with a single CTA, where it measured better
 // too):
 // sums of d = x - K and d^2, with K the row's shift (view.shift: the input's
@@ -43,17 +44,6 @@
 NORMKIT_NAMESPACE_BEGIN
 namespace stats {
 
-namespace detail {
-template <class T, class = void>
-struct SpansCtas : std::false_type {};
-template <class T>
-struct SpansCtas<T, std::void_t<decltype(T::kSpansCtas)>> : std::bool_constant<T::kSpansCtas> {};
-template <class T, class = void>
-struct AloneOnSm : std::false_type {};
-template <class T>
-struct AloneOnSm<T, std::void_t<decltype(T::kAloneOnSm)>> : std::bool_constant<T::kAloneOnSm> {};
-}  // namespace detail
-
 struct TwoPass {
   /// A row in registers reduced within its CTA takes two walks, two reductions.
   static constexpr int kRowReductions = 2;
@@ -63,7 +53,7 @@ struct TwoPass {
   /// Whether a view and reducer take the one-walk form (see above).
   template <class View, class Reducer>
   static constexpr bool kOneWalk =
-      !View::kResident || detail::SpansCtas<Reducer>::value || detail::AloneOnSm<Reducer>::value;
+      !View::kResident || ::normkit::detail::costly_reductions_v<Reducer>;
 
   /// Only the one-walk form shifts (kernels then fill view.shift).
   template <class View, class Reducer>
