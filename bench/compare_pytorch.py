@@ -13,15 +13,24 @@ against eager within the dtype's tolerance; normkit's mean / rstd against an fp3
 
 Bytes for TB/s: x read, y written, weight (and bias) read once, the same count for every peer, so TB/s
 ratios are time ratios. normkit and Triton write no mean / rstd here (the inference call); eager's
-kernel writes them anyway (8 bytes per row), torch.compile's does not.
+kernel writes them anyway (8 bytes per row), torch.compile's does not. The large batches' copy ceiling: a
+device-to-device copy (Tensor.copy_, i.e. cudaMemcpyAsync) moving the same bytes, timed the same way, and normkit's
+share of it (column "share"; normkit_bench's ceiling is the same memcpy, timed with its own events).
 
-RMSNorm to fp8 e4m3 with dynamic per-row scales (op rms_norm_fp8, bf16 x and weight): normkit's
-normkit_rms_norm_fp8_fwd against eager `y = F.rms_norm(x.float(), (N,), w.float(), eps)`, `s = max(amax|y| / 448,
-1 / (448 * 512))` per row, `q = (y / s).clamp(-448, 448).to(float8_e4m3fn)` (the semantics of vLLM's
-rms_norm_dynamic_per_token_quant, kept in fp32 throughout as normkit does; vLLM rounds x_hat to the input type
-before the weight) and the same function under torch.compile. Bytes: x read, y (1 byte)
-and the fp32 scales written, weight read once. Checks: each peer's dequantized q * s against eager's within one
-e4m3 step (an eighth of the magnitude, or the subnormal step), its scales within 1e-3.
+RMSNorm quantized (bf16 x and weight): ops rms_norm_fp8 (e4m3), rms_norm_fp8_e5m2 and rms_norm_int8 with dynamic
+per-row scales, and their _static forms with one static scale (1/32, normkit_bench's). normkit's
+normkit_rms_norm_quant_fwd against eager `y = F.rms_norm(x.float(), (N,), w.float(), eps)`, per row
+`s = max(amax|y| / Qmax, 1 / (Qmax * 512))` (Qmax 448, 57344, 127), `q = quantize(y / s)` (fp8: clamp to +-Qmax and
+cast; int8: round half to even, clamp to [-128, 127]; the semantics of vLLM's rms_norm_dynamic_per_token_quant,
+kept in fp32 throughout as normkit does; vLLM rounds x_hat to the input type before the weight), or
+`q = quantize(y / scale)`, and the same function under torch.compile. Bytes: x read, y (1 byte) and the fp32 scales
+(per row) written, weight read once. Checks: each peer's dequantized q * s against eager's within one step (e4m3 an
+eighth of the magnitude, e5m2 a quarter, or two subnormal steps near zero; int8 one step), its scales within 1e-3.
+
+Gemma's RMSNorm (op rms_norm_gemma, bf16; w uniform in [-0.5, 0.5), so scales 1 + w as the others' w): normkit's
+normkit_rms_norm_gemma_fwd against eager `(F.rms_norm(x.float(), (N,), None, eps) * (1 + w.float())).to(bf16)`
+(Hugging Face's Gemma) and the same under torch.compile. Bytes as rms_norm's. Checks: y within bf16's tolerance,
+normkit's rstd against fp32.
 
 Fused add + RMSNorm (op add_rms_norm, bf16 only, out of place; residual uniform in [-1, 1)): normkit's
 normkit_add_rms_norm_fwd against eager `h = x + r; y = F.rms_norm(h, (N,), w, eps)` returning (h, y), and
@@ -29,6 +38,12 @@ the same function under torch.compile, which fuses it into one kernel. Bytes: 4 
 h and y written) plus the weight; eager really moves more (it reads h back). Checks: each peer's y
 against eager's within the dtype's tolerance, its h ("<peer>_residual") against eager's h within one
 rounding step of the dtype, and normkit's rstd against fp32 statistics of eager's h.
+
+Fused add + RMSNorm in place (op add_rms_norm_inplace, bf16, vLLM's fused_add_rms_norm: r = x + r, x = RMSNorm(r)):
+normkit_add_rms_norm_fwd with residual_out = residual and y = x, against eager `r.add_(x); x.copy_(F.rms_norm(r, (N,),
+w, eps))` and the same under torch.compile (which writes both inputs in one kernel). Timed calls rewrite x and r
+every time (r grows by about 1 a call; finite). Bytes as add_rms_norm's. Checks: every peer, eager included, run on
+copies of x and r, against eager's out-of-place h and y.
 
 Fused add + LayerNorm (op add_layer_norm, bf16 only, out of place, as add_rms_norm with a bias): eager
 `h = x + r; y = F.layer_norm(h, (N,), w, b, eps)` and the same under torch.compile. Bytes: 4 passes plus
@@ -49,9 +64,27 @@ import triton.language as tl
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "add_layer_norm": 1e-5,
-       "rms_norm_fp8": 1e-6}  # PyTorch's defaults
-FUSED_OPS = ("add_rms_norm", "add_layer_norm", "rms_norm_fp8")
+# op -> (quantized dtype, per-row scales): RMSNorm of bf16 x quantized, with per-row or static scales.
+QUANT_OPS = {
+    "rms_norm_fp8": (torch.float8_e4m3fn, True),
+    "rms_norm_fp8_e5m2": (torch.float8_e5m2, True),
+    "rms_norm_int8": (torch.int8, True),
+    "rms_norm_fp8_static": (torch.float8_e4m3fn, False),
+    "rms_norm_fp8_e5m2_static": (torch.float8_e5m2, False),
+    "rms_norm_int8_static": (torch.int8, False),
+}
+QTYPE_CODES = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 1, torch.int8: 2}  # normkit_capi.h
+QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0, torch.int8: 127.0}
+# The checks' bound for a dequantized value, |peer - eager| <= rel * |eager| + steps * scale: fp8 one step
+# relative to the magnitude (2^-mantissa bits) or two subnormal steps; int8 one step (peers that multiply by 1 / s
+# round ties another way than eager's y / s) and the scales' 1e-3.
+QSTEP = {torch.float8_e4m3fn: (2.0 ** -3, 2.0 ** -8), torch.float8_e5m2: (2.0 ** -2, 2.0 ** -15),
+         torch.int8: (0.0, 1.0 + 1e-3)}
+STATIC_SCALE = 1.0 / 32.0  # normkit_bench's kStaticScale: |y| < 3 here, so y / scale stays in every range
+EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "add_rms_norm_inplace": 1e-6,
+       "add_layer_norm": 1e-5, "rms_norm_gemma": 1e-6, **{op: 1e-6 for op in QUANT_OPS}}  # PyTorch's defaults
+ADD_OPS = ("add_rms_norm", "add_rms_norm_inplace", "add_layer_norm")
+FUSED_OPS = ADD_OPS + ("rms_norm_gemma",) + tuple(QUANT_OPS)
 FUSED_DTYPES = ["bf16"]
 # |peer - eager| <= atol + rtol * |eager|: one or two rounding steps of the output type.
 TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
@@ -90,18 +123,24 @@ class Normkit:
         lib.normkit_add_layer_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_fp8_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
         lib.normkit_rms_norm_fp8_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_rms_norm_quant_fwd.argtypes = [i32, i32, p, p, p, f32, p, i64, i64, f32, p]
+        lib.normkit_rms_norm_quant_shape.argtypes = [i32, i32, i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_rms_norm_gemma_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_rms_norm_gemma_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
         for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
                   "normkit_add_layer_norm_fwd", "normkit_rms_norm_fp8_fwd", "normkit_layer_norm_shape",
                   "normkit_rms_norm_shape", "normkit_add_rms_norm_shape", "normkit_add_layer_norm_shape",
-                  "normkit_rms_norm_fp8_shape"):
+                  "normkit_rms_norm_fp8_shape", "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape",
+                  "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape"):
             getattr(lib, f).restype = i32
         self._lib = lib
         self._shape_fns = {"layer_norm": lib.normkit_layer_norm_shape, "rms_norm": lib.normkit_rms_norm_shape,
                            "add_rms_norm": lib.normkit_add_rms_norm_shape,
                            "add_layer_norm": lib.normkit_add_layer_norm_shape,
-                           "rms_norm_fp8": lib.normkit_rms_norm_fp8_shape}
+                           "add_rms_norm_inplace": lib.normkit_add_rms_norm_shape,
+                           "rms_norm_gemma": lib.normkit_rms_norm_gemma_shape}
 
     def _check(self, rc, what):
         if rc != 0:
@@ -154,20 +193,37 @@ class Normkit:
             return self.add_layer_norm(x, r, w, b, h, y, eps, mean=mean, rstd=rstd)
         return self.add_rms_norm(x, r, w, h, y, eps, rstd=rstd)
 
-    def rms_norm_fp8(self, x, w, q, s, eps):
-        """q = e4m3(RMSNorm(x) * w / s) with s the per-row scales (fp32 [M]); returns (q, s)."""
-        assert x.is_contiguous() and q.is_contiguous() and q.dtype == torch.float8_e4m3fn
+    def rms_norm_quant(self, x, w, q, s, static_scale, eps):
+        """q = quantize(RMSNorm(x) * w / scale), q's dtype the format: with s (fp32 [M]) the per-row scales,
+        written; else the static scale. Returns (q, s)."""
+        assert x.is_contiguous() and q.is_contiguous() and (s is None) == (static_scale is not None)
         m, n = x.shape
         stream = torch.cuda.current_stream().cuda_stream
-        rc = self._lib.normkit_rms_norm_fp8_fwd(DTYPE_CODES[x.dtype], x.data_ptr(), q.data_ptr(), self._ptr(w),
-                                                s.data_ptr(), m, n, eps, stream)
-        self._check(rc, "rms_norm_fp8")
+        rc = self._lib.normkit_rms_norm_quant_fwd(DTYPE_CODES[x.dtype], QTYPE_CODES[q.dtype], x.data_ptr(),
+                                                  q.data_ptr(), self._ptr(w), static_scale or 0.0, self._ptr(s),
+                                                  m, n, eps, stream)
+        self._check(rc, "rms_norm_quant")
         return q, s
+
+    def rms_norm_gemma(self, x, w, y, eps, rstd=None):
+        """y = x * rstd * (1 + w) (Gemma's RMSNorm); returns y."""
+        assert x.is_contiguous() and y.is_contiguous()
+        m, n = x.shape
+        stream = torch.cuda.current_stream().cuda_stream
+        rc = self._lib.normkit_rms_norm_gemma_fwd(DTYPE_CODES[x.dtype], x.data_ptr(), y.data_ptr(), self._ptr(w),
+                                                  self._ptr(rstd), m, n, eps, stream)
+        self._check(rc, "rms_norm_gemma")
+        return y
 
     def shape(self, op, dtype, n):
         name = ctypes.c_char_p()
-        fn = self._shape_fns[op]
-        self._check(fn(DTYPE_CODES[dtype], n, ctypes.byref(name)), f"{op} shape")
+        if op in QUANT_OPS:
+            qdtype, per_row = QUANT_OPS[op]
+            rc = self._lib.normkit_rms_norm_quant_shape(DTYPE_CODES[dtype], QTYPE_CODES[qdtype], int(per_row), n,
+                                                        ctypes.byref(name))
+        else:
+            rc = self._shape_fns[op](DTYPE_CODES[dtype], n, ctypes.byref(name))
+        self._check(rc, f"{op} shape")
         return name.value.decode()
 
 
@@ -282,37 +338,88 @@ def make_fused_peers(op, lib, x, r, w, b, eps, with_compile):
     return peers
 
 
-def eager_rms_norm_fp8(x, w, eps):
-    """RMSNorm in fp32, per-row scale from max|y|, quantized to e4m3: (q, s) with s fp32 [M]."""
-    y = F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
-    s = (y.abs().amax(dim=-1, keepdim=True) / FP8_MAX).clamp(min=1.0 / (FP8_MAX * 512.0))
-    q = (y / s).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
-    return q, s.squeeze(-1)
+def eager_inplace_add_rms_norm(x, r, w, eps):
+    """vLLM's fused_add_rms_norm in eager ops: r += x, then x = RMSNorm(r) * w; returns (r, x)."""
+    r.add_(x)
+    x.copy_(F.rms_norm(r, (x.shape[-1],), w, eps))
+    return r, x
 
 
-def compiled_rms_norm_fp8(eps):
-    """eager_rms_norm_fp8 under a fresh torch.compile for one static shape (see compiled_forward)."""
-    torch._dynamo.reset()
-    return torch.compile(lambda x, w: eager_rms_norm_fp8(x, w, eps), dynamic=False)
-
-
-def make_fp8_peers(lib, x, w, eps, with_compile):
-    """name -> a call returning (q, s), every peer on the same x, w."""
-    q_nk = torch.empty(x.shape, device="cuda", dtype=torch.float8_e4m3fn)
-    s_nk = torch.empty(x.shape[0], device="cuda", dtype=torch.float32)
-    peers = {
-        "normkit": lambda: lib.rms_norm_fp8(x, w, q_nk, s_nk, eps),
-        "eager": lambda: eager_rms_norm_fp8(x, w, eps),
+def make_inplace_fns(lib, x, r, w, eps, with_compile):
+    """name -> a call f(x, r) that rewrites x and r in place (r = x + r, x = RMSNorm(r) * w), returning (r, x);
+    torch.compile's compiled (outside any timing) on copies of this x and r."""
+    fns = {
+        "normkit": lambda x, r: lib.add_rms_norm(x, r, w, r, x, eps),
+        "eager": lambda x, r: eager_inplace_add_rms_norm(x, r, w, eps),
     }
     if with_compile:
-        fn = compiled_rms_norm_fp8(eps)
+        torch._dynamo.reset()
+        fn = torch.compile(lambda x, r, w: eager_inplace_add_rms_norm(x, r, w, eps), dynamic=False)
+        fns["compile"] = lambda x, r: fn(x, r, w)
+        warm_compile(lambda: fn(x.clone(), r.clone(), w))
+    return fns
+
+
+def eager_rms_norm_gemma(x, w, eps):
+    """Gemma's RMSNorm as Hugging Face writes it: fp32 RMSNorm times (1 + w), cast back to x's type."""
+    return (F.rms_norm(x.float(), (x.shape[-1],), None, eps) * (1.0 + w.float())).to(x.dtype)
+
+
+def make_gemma_peers(lib, x, w, eps, with_compile):
+    """name -> a call returning y, every peer on the same x, w."""
+    y_nk = torch.empty_like(x)
+    peers = {
+        "normkit": lambda: lib.rms_norm_gemma(x, w, y_nk, eps),
+        "eager": lambda: eager_rms_norm_gemma(x, w, eps),
+    }
+    if with_compile:
+        torch._dynamo.reset()
+        fn = torch.compile(lambda x, w: eager_rms_norm_gemma(x, w, eps), dynamic=False)
+        peers["compile"] = warm_compile(lambda: fn(x, w))
+    return peers
+
+
+def quantize(v, qdtype):
+    """v (fp32, already divided by its scale) to qdtype: round to nearest even, saturate to the finite range."""
+    qmax = QMAX[qdtype]
+    if qdtype == torch.int8:
+        return torch.round(v).clamp(-128.0, 127.0).to(torch.int8)
+    return v.clamp(-qmax, qmax).to(qdtype)
+
+
+def eager_rms_norm_quant(x, w, eps, qdtype, per_row):
+    """RMSNorm in fp32, then quantized: (q, s) with s the per-row scales (fp32 [M]) from max|y|, or (q, None)
+    with the static scale STATIC_SCALE."""
+    y = F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
+    if not per_row:
+        return quantize(y / STATIC_SCALE, qdtype), None
+    qmax = QMAX[qdtype]
+    s = (y.abs().amax(dim=-1, keepdim=True) / qmax).clamp(min=1.0 / (qmax * 512.0))
+    return quantize(y / s, qdtype), s.squeeze(-1)
+
+
+def make_quant_peers(op, lib, x, w, eps, with_compile):
+    """name -> a call returning (q, s or None), every peer on the same x, w."""
+    qdtype, per_row = QUANT_OPS[op]
+    q_nk = torch.empty(x.shape, device="cuda", dtype=qdtype)
+    s_nk = torch.empty(x.shape[0], device="cuda", dtype=torch.float32) if per_row else None
+    static = None if per_row else STATIC_SCALE
+    peers = {
+        "normkit": lambda: lib.rms_norm_quant(x, w, q_nk, s_nk, static, eps),
+        "eager": lambda: eager_rms_norm_quant(x, w, eps, qdtype, per_row),
+    }
+    if with_compile:
+        torch._dynamo.reset()
+        fn = torch.compile(lambda x, w: eager_rms_norm_quant(x, w, eps, qdtype, per_row), dynamic=False)
         peers["compile"] = warm_compile(lambda: fn(x, w))
     return peers
 
 
 def make_inputs(op, dtype, m, n):
     x = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 3.0)
-    w = torch.empty(n, device="cuda", dtype=dtype).uniform_(0.5, 1.5)
+    # Gemma's zero-centred weight: scales 1 + w in [0.5, 1.5), as the others' w.
+    lo = -0.5 if op == "rms_norm_gemma" else 0.5
+    w = torch.empty(n, device="cuda", dtype=dtype).uniform_(lo, lo + 1.0)
     b = torch.empty(n, device="cuda", dtype=dtype).uniform_(-0.5, 0.5) if op == "layer_norm" else None
     return x, w, b
 
@@ -322,9 +429,10 @@ def bytes_moved(x, w, b):
     return 2 * x.numel() * per + w.numel() * per + (0 if b is None else b.numel() * per)
 
 
-def fp8_bytes_moved(x, w):
-    """RMSNorm to fp8: x read, y written at 1 byte, the fp32 per-row scales written, weight read once."""
-    return x.numel() * x.element_size() + x.numel() + 4 * x.shape[0] + w.numel() * w.element_size()
+def quant_bytes_moved(x, w, per_row):
+    """RMSNorm quantized: x read, y written at 1 byte, the fp32 per-row scales (if any) written, weight read
+    once."""
+    return x.numel() * x.element_size() + x.numel() + (4 * x.shape[0] if per_row else 0) + w.numel() * w.element_size()
 
 
 def fused_bytes_moved(x, w, b=None):
@@ -405,24 +513,64 @@ def check_fused_outputs(op, lib, x, r, w, b, eps, peers):
     return result
 
 
-def check_fp8_outputs(x, w, eps, peers):
-    """name -> {'ok', 'max_abs_err'}: each peer's dequantized q * s against eager's within one e4m3 step (an
-    eighth of the magnitude, or two subnormal steps 2^-8 * s near zero), and its scales ('<name>_scales')
-    within 1e-3."""
-    ref_q, ref_s = eager_rms_norm_fp8(x, w, eps)
-    ref = ref_q.float() * ref_s[:, None]
+def check_quant_outputs(op, x, w, eps, peers):
+    """name -> {'ok', 'max_abs_err'}: each peer's dequantized q * s against eager's within one quantization step
+    (e4m3 an eighth of the magnitude, e5m2 a quarter, or two subnormal steps near zero; int8 one step of the
+    scale), and its per-row scales ('<name>_scales') within 1e-3."""
+    qdtype, per_row = QUANT_OPS[op]
+    rel, steps = QSTEP[qdtype]
+    ref_q, ref_s = eager_rms_norm_quant(x, w, eps, qdtype, per_row)
+    ref_scale = ref_s[:, None] if per_row else STATIC_SCALE
+    ref = ref_q.float() * ref_scale
+    bound = rel * ref.abs() + steps * ref_scale
     result = {}
     for name, fn in peers.items():
         if name == "eager":
             continue
         q, s = fn()
-        y = q.float() * s[:, None]
-        bound = 0.125 * ref.abs() + 2.0 ** -8 * ref_s[:, None]
-        result[name] = {"ok": bool(((y - ref).abs() <= bound).all().item()),
+        y = q.float() * (s[:, None] if per_row else STATIC_SCALE)
+        result[name] = {"ok": bool(((y - ref).abs() <= bound * (1 + 1e-6)).all().item()),
                         "max_abs_err": (y - ref).abs().max().item()}
-        v, err = max_violation(s, ref_s, 1e-3, 0.0)
-        result[name + "_scales"] = {"ok": v <= 1.0, "max_abs_err": err}
+        if per_row:
+            v, err = max_violation(s, ref_s, 1e-3, 0.0)
+            result[name + "_scales"] = {"ok": v <= 1.0, "max_abs_err": err}
         del q, s, y
+    return result
+
+
+def check_gemma_outputs(lib, x, w, eps, peers):
+    """name -> {'ok', 'max_abs_err'}: each peer's y against eager's, and normkit's rstd against fp32."""
+    rtol, atol = TOLERANCE[x.dtype]
+    ref = eager_rms_norm_gemma(x, w, eps)
+    result = {}
+    for name, fn in peers.items():
+        if name != "eager":
+            v, err = max_violation(fn(), ref, rtol, atol)
+            result[name] = {"ok": v <= 1.0, "max_abs_err": err}
+    del ref
+    rstd = torch.empty(x.shape[0], device="cuda")
+    lib.rms_norm_gemma(x, w, torch.empty_like(x), eps, rstd=rstd)
+    ref_rstd = torch.rsqrt(x.float().square().mean(dim=-1) + eps)
+    result["normkit_stats"] = {"ok": max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0}
+    return result
+
+
+def check_inplace_outputs(x, r, w, eps, fns):
+    """name -> {'ok', 'max_abs_err'}: each peer's x (y) and r ('<name>_residual'), rewritten in place from
+    copies of x and r, against the out-of-place eager add + RMSNorm of the same x and r."""
+    rtol, atol = TOLERANCE[x.dtype]
+    h_rtol, h_atol = torch.finfo(x.dtype).eps, torch.finfo(x.dtype).tiny
+    ref_h, ref_y = eager_add_norm("add_rms_norm", x, r, w, None, eps)
+    result = {}
+    for name, fn in fns.items():  # eager in place too: the reference is out of place
+        xc, rc = x.clone(), r.clone()
+        h, y = fn(xc, rc)
+        assert h.data_ptr() == rc.data_ptr() and y.data_ptr() == xc.data_ptr()
+        v, err = max_violation(y, ref_y, rtol, atol)
+        result[name] = {"ok": v <= 1.0, "max_abs_err": err}
+        v, err = max_violation(h, ref_h, h_rtol, h_atol)
+        result[name + "_residual"] = {"ok": v <= 1.0, "max_abs_err": err}
+        del xc, rc, h, y
     return result
 
 
@@ -433,6 +581,21 @@ def time_flushed_us(fn, quick):
     """Median microseconds per call; do_bench clears the L2 cache before each call."""
     warmup, rep = (10, 40) if quick else (25, 100)
     return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median") * 1e3
+
+
+_COPY_TBPS = {}
+
+
+def copy_tbps(nbytes, quick):
+    """The copy ceiling for a call moving nbytes (read + write): a device-to-device copy of nbytes / 2 bytes
+    (Tensor.copy_, which PyTorch runs as cudaMemcpyAsync for contiguous tensors of one dtype), timed as the
+    peers are; once per byte count."""
+    if nbytes not in _COPY_TBPS:
+        src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        _COPY_TBPS[nbytes] = 2 * src.numel() / (time_flushed_us(lambda: dst.copy_(src), quick) * 1e-6) * 1e-12
+        del src, dst
+    return _COPY_TBPS[nbytes]
 
 
 def time_graph_us(fn, calls=GRAPH_CALLS, samples=GRAPH_SAMPLES):
@@ -487,27 +650,45 @@ def run_case(op, dtype_name, m, n, lib, args, timer):
     return rec
 
 
+def finish_case(op, dtype_name, m, n, lib, nbytes, peers, checks, timer):
+    """Times every peer and makes the record."""
+    times = {name: timer(fn) for name, fn in peers.items()}
+    return make_record(op, dtype_name, m, n, lib.shape(op, DTYPES[dtype_name], n), nbytes, times, checks)
+
+
 def run_fused_case(op, dtype_name, m, n, lib, args, timer):
-    """Residual add + RMSNorm or + LayerNorm, normkit out of place, or RMSNorm to fp8, against eager and
-    torch.compile."""
+    """A fused variant (bf16): residual add + RMSNorm (out of place or in place) or + LayerNorm, Gemma's
+    RMSNorm, or RMSNorm quantized, against eager and torch.compile."""
     dtype = DTYPES[dtype_name]
     eps = EPS[op]
-    if op == "rms_norm_fp8":
-        x, w, _ = make_inputs("rms_norm", dtype, m, n)
-        peers = make_fp8_peers(lib, x, w, eps, not args.no_compile)
-        checks = check_fp8_outputs(x, w, eps, peers)
-        times = {name: timer(fn) for name, fn in peers.items()}
-        rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), fp8_bytes_moved(x, w), times, checks)
-        del peers, x, w
-        torch.cuda.empty_cache()
-        return rec
-    x, w, b = make_inputs("layer_norm" if op == "add_layer_norm" else "rms_norm", dtype, m, n)
-    r = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 1.0)
-    peers = make_fused_peers(op, lib, x, r, w, b, eps, not args.no_compile)
-    checks = check_fused_outputs(op, lib, x, r, w, b, eps, peers)
-    times = {name: timer(fn) for name, fn in peers.items()}
-    rec = make_record(op, dtype_name, m, n, lib.shape(op, dtype, n), fused_bytes_moved(x, w, b), times, checks)
-    del peers, x, r, w, b
+    with_compile = not args.no_compile
+    if op in QUANT_OPS:
+        x, w, _ = make_inputs(op, dtype, m, n)
+        peers = make_quant_peers(op, lib, x, w, eps, with_compile)
+        checks = check_quant_outputs(op, x, w, eps, peers)
+        rec = finish_case(op, dtype_name, m, n, lib, quant_bytes_moved(x, w, QUANT_OPS[op][1]), peers, checks, timer)
+    elif op == "rms_norm_gemma":
+        x, w, _ = make_inputs(op, dtype, m, n)
+        peers = make_gemma_peers(lib, x, w, eps, with_compile)
+        checks = check_gemma_outputs(lib, x, w, eps, peers)
+        rec = finish_case(op, dtype_name, m, n, lib, bytes_moved(x, w, None), peers, checks, timer)
+    elif op == "add_rms_norm_inplace":
+        # Timed calls rewrite x and r again and again: r grows by x's normalized values each call, finite.
+        x, w, _ = make_inputs(op, dtype, m, n)
+        r = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 1.0)
+        fns = make_inplace_fns(lib, x, r, w, eps, with_compile)
+        checks = check_inplace_outputs(x, r, w, eps, fns)
+        peers = {name: (lambda f=f: f(x, r)) for name, f in fns.items()}
+        rec = finish_case(op, dtype_name, m, n, lib, fused_bytes_moved(x, w), peers, checks, timer)
+        del fns, r
+    else:
+        x, w, b = make_inputs("layer_norm" if op == "add_layer_norm" else "rms_norm", dtype, m, n)
+        r = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 1.0)
+        peers = make_fused_peers(op, lib, x, r, w, b, eps, with_compile)
+        checks = check_fused_outputs(op, lib, x, r, w, b, eps, peers)
+        rec = finish_case(op, dtype_name, m, n, lib, fused_bytes_moved(x, w, b), peers, checks, timer)
+        del r, b
+    del peers, x, w
     torch.cuda.empty_cache()
     return rec
 
@@ -518,17 +699,21 @@ PEER_ORDER = ["normkit", "eager", "compile", "triton"]
 def print_table(title, records, show_tbps):
     print(f"\n{title}")
     peers = [p for p in PEER_ORDER if any(p in r["time_us"] for r in records)]
-    head = f"{'op':<15}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<15}"
+    head = f"{'op':<25}{'dtype':<6}{'N':>8}{'M':>9}  {'shape':<25}"
     for p in peers:
         head += f"{p + ' us':>13}" + (f"{'TB/s':>7}" if show_tbps else "") + ("" if p == "normkit" else f"{'nk x':>7}")
+        if p == "normkit" and show_tbps:
+            head += f"{'copy':>6}{'share':>6}"
     print(head + "  check")
     for r in records:
-        line = f"{r['op']:<15}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<15}"
+        line = f"{r['op']:<25}{r['dtype']:<6}{r['N']:>8}{r['M']:>9}  {r['shape']:<25}"
         for p in peers:
             if p not in r["time_us"]:
                 line += " " * (13 + (7 if show_tbps else 0) + (0 if p == "normkit" else 7))
                 continue
             line += f"{r['time_us'][p]:>13.2f}" + (f"{r['TBps'][p]:>7.2f}" if show_tbps else "")
+            if p == "normkit" and show_tbps:
+                line += f"{r['copy_TBps']:>6.2f}{r['normkit_share_of_copy']:>6.0%}"
             if p != "normkit":
                 line += f"{r['normkit_speedup'][p]:>7.2f}"
         bad = [k for k, c in r["checks"].items() if not c["ok"]]
@@ -538,9 +723,8 @@ def print_table(title, records, show_tbps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default="build/bench/libnormkit_capi.so", help="path of libnormkit_capi.so")
-    ap.add_argument("--ops", default="layer_norm,rms_norm,add_rms_norm,add_layer_norm,rms_norm_fp8",
-                    help="comma-separated: layer_norm, rms_norm, add_rms_norm, add_layer_norm, rms_norm_fp8 "
-                         "(default: %(default)s)")
+    ap.add_argument("--ops", default=",".join(EPS),
+                    help="comma-separated, from: %(default)s (default: all)")
     ap.add_argument("--dtypes", default="bf16,fp32",
                     help="comma-separated: fp32, fp16, bf16 (default: %(default)s); the fused ops bf16 only")
     ap.add_argument("--ns", help="comma-separated row lengths (default: %s; the fused ops: %s)"
@@ -577,7 +761,10 @@ def main():
             for n in op_ns(op):
                 m = max(1, args.mib * 2**20 // (n * DTYPES[dtype_name].itemsize))
                 log(f"  {op} {dtype_name} N={n} M={m}")
-                large.append(runner(op)(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick)))
+                rec = runner(op)(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick))
+                rec["copy_TBps"] = copy_tbps(rec["bytes"], args.quick)
+                rec["normkit_share_of_copy"] = rec["TBps"]["normkit"] / rec["copy_TBps"]
+                large.append(rec)
     small = []
     if not args.no_small:
         for op in ops:
@@ -587,11 +774,12 @@ def main():
 
     gpu = torch.cuda.get_device_name()
     print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}")
-    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for add_rms_norm and "
-          "add_layer_norm (x + residual + residual_out + y + weight (+ bias) bytes) / time, for rms_norm_fp8 (x + 1-byte y + scales + weight bytes) / time; "
-          "nk x: peer time / normkit time")
+    print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for the add_* ops "
+          "(x + residual + residual_out + y + weight (+ bias) bytes) / time, for the quantized ops "
+          "(x + 1-byte y + per-row scales + weight bytes) / time; nk x: peer time / normkit time; copy: TB/s of a "
+          "device-to-device copy of the same bytes (cudaMemcpyAsync), share: normkit's TB/s / copy's")
     print("check: each peer's y against eager; for the add ops also its residual_out ('<peer>_residual') against "
-          "eager's h; for rms_norm_fp8 dequantized y within one e4m3 step and the scales ('<peer>_scales'); "
+          "eager's h; for the quantized ops dequantized y within one step and the per-row scales ('<peer>_scales'); "
           "normkit's statistics ('normkit_stats') against fp32")
     print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)
     if small:

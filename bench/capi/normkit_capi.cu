@@ -1,14 +1,14 @@
-// bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h. Nine instantiations
-// (three ops, three dtypes), chosen at run time by the dtype code, and residual
-// add + LayerNorm and RMSNorm to fp8 for bf16.
+// bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h for the plain norms
+// and the fused residual adds. Nine instantiations (three ops, three dtypes),
+// chosen at run time by the dtype code, and residual add + LayerNorm for bf16.
+// The quantized and Gemma RMSNorm live in normkit_capi_variants.cu, a
+// translation unit of their own so that the two compile side by side.
 #include "normkit_capi.h"
 
 #include <cuda_runtime.h>
 
-#include <type_traits>
 #include <normkit/add_norm.cuh>
 #include <normkit/layer_norm.cuh>
-#include <normkit/quantize.cuh>
 #include <normkit/rms_norm.cuh>
 
 namespace {
@@ -94,21 +94,6 @@ AddLayerNormBf16Args add_layer_norm_args(const void* x, const void* residual, vo
   return a;
 }
 
-normkit::RmsNormQuantArgs<normkit::bfloat16, normkit::float8_e4m3> rms_norm_fp8_args(const void* x, void* y,
-                                                                                      const void* weight,
-                                                                                      float* row_scales, int64_t rows,
-                                                                                      int64_t cols, float eps) {
-  normkit::RmsNormQuantArgs<normkit::bfloat16, normkit::float8_e4m3> a;
-  a.x = static_cast<const normkit::bfloat16*>(x);
-  a.y = static_cast<normkit::float8_e4m3*>(y);
-  a.weight = static_cast<const normkit::bfloat16*>(weight);
-  a.row_scales = row_scales;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
-  return a;
-}
-
 /// Planning needs no buffers when M = 0, a valid call; the shape depends on N only.
 template <class Plan>
 int shape_of(int dtype, Plan&& plan, const char** shape_name) {
@@ -160,13 +145,6 @@ int normkit_add_layer_norm_fwd(int dtype, const void* x, const void* residual, v
       static_cast<cudaStream_t>(stream)));
 }
 
-int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight, float* row_scales,
-                             int64_t rows, int64_t cols, float eps, void* stream) {
-  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
-  return static_cast<int>(normkit::rms_norm_quant_forward(
-      rms_norm_fp8_args(x, y_fp8, weight, row_scales, rows, cols, eps), static_cast<cudaStream_t>(stream)));
-}
-
 int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name) {
   return shape_of(
       dtype,
@@ -208,22 +186,6 @@ int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_nam
       add_layer_norm_args(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-5f), &p);
   if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
   return static_cast<int>(s);
-}
-
-int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {
-  return shape_of(
-      dtype,
-      [cols](auto tag, normkit::LaunchPlan* p) {
-        if constexpr (!std::is_same_v<decltype(tag), normkit::bfloat16>) {
-          return Status::kErrorUnsupportedType;  // bf16 only, as normkit_rms_norm_fp8_fwd
-        } else {
-          // A scale pointer selects the per-row form; with M = 0 nothing is written.
-          static float scale_placeholder;
-          return normkit::rms_norm_quant_plan(
-              rms_norm_fp8_args(nullptr, nullptr, nullptr, &scale_placeholder, 0, cols, 1e-6f), p);
-        }
-      },
-      shape_name);
 }
 
 const char* normkit_status_string(int status) { return normkit::status_string(static_cast<Status>(status)); }

@@ -1,5 +1,6 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
- * forward, residual add + RMSNorm, residual add + LayerNorm and RMSNorm to fp8, for callers outside C++
+ * forward, residual add + RMSNorm, residual add + LayerNorm, RMSNorm quantized to fp8 or int8 and
+ * Gemma's RMSNorm, for callers outside C++
  * (bench/compare_pytorch.py loads it with ctypes). x, y, weight, bias and the
  * residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
@@ -54,10 +55,32 @@ NORMKIT_CAPI_EXPORT int normkit_add_layer_norm_fwd(int dtype, const void* x, con
 /* RMSNorm quantized to fp8 e4m3 with dynamic per-row scales (bf16 x and
  * weight only: other dtypes return kErrorUnsupportedType): y_fp8 holds
  * q(y / row_scales[r]) for y = x * rstd * weight, row_scales[r] =
- * max(max|y_r| / 448, 1 / (448 * 512)) (fp32 [rows]). weight may be NULL. */
+ * max(max|y_r| / 448, 1 / (448 * 512)) (fp32 [rows]). weight may be NULL.
+ * normkit_rms_norm_quant_fwd with NORMKIT_CAPI_E4M3 and no static scale. */
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight,
                                                  float* row_scales, int64_t rows, int64_t cols, float eps,
                                                  void* stream);
+
+/* quantized output codes */
+enum { NORMKIT_CAPI_E4M3 = 0, NORMKIT_CAPI_E5M2 = 1, NORMKIT_CAPI_INT8 = 2 };
+
+/* RMSNorm quantized to `qtype` (bf16 x and weight only), y = x * rstd * weight,
+ * with exactly one scaling: static_scale > 0 (y_q = q(y / static_scale), no
+ * row scales) or row_scales non-NULL (per row, scale = max(max|y_r| / Qmax,
+ * 1 / (Qmax * 512)) written to row_scales[r], y_q = q(y / scale)); Qmax is 448
+ * (e4m3), 57344 (e5m2) or 127 (int8). q rounds to nearest even and saturates
+ * (int8 to [-128, 127]). Neither or both scalings: kErrorInvalidScale.
+ * weight may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q,
+                                                   const void* weight, float static_scale, float* row_scales,
+                                                   int64_t rows, int64_t cols, float eps, void* stream);
+
+/* Gemma's RMSNorm (TransformerEngine's zero-centred gamma): y = x * rstd *
+ * (1 + weight), in fp32, rounded once (bf16 only). weight (then a scale of 1)
+ * and rstd may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_gemma_fwd(int dtype, const void* x, void* y, const void* weight,
+                                                   float* rstd, int64_t rows, int64_t cols, float eps,
+                                                   void* stream);
 
 /* The kernel shape ("rows_per_warp", "row_per_block", "row_in_smem",
  * "row_in_cluster", "streaming"; "row_in_cluster_registers" only for per-row
@@ -69,6 +92,10 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_shape(int dtype, int64_t cols, const ch
 NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_gemma_shape(int dtype, int64_t cols, const char** shape_name);
+/* per_row: nonzero for per-row scales, 0 for a static scale */
+NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols,
+                                                     const char** shape_name);
 
 /* A short English description of a status value. */
 NORMKIT_CAPI_EXPORT const char* normkit_status_string(int status);

@@ -1,0 +1,121 @@
+// bench/capi/normkit_capi_variants.cu: the C ABI of normkit_capi.h for RMSNorm
+// quantized to fp8 (e4m3, e5m2) or int8, with static or per-row scales, and
+// for Gemma's RMSNorm ((1 + w) scale), bf16 input only. Each output type
+// instantiates both scalings (the launcher chooses at run time), so this unit
+// holds three quantized problems of two kernels sets each; it compiles beside
+// normkit_capi.cu.
+#include "normkit_capi.h"
+
+#include <cuda_runtime.h>
+
+#include <normkit/quantize.cuh>
+#include <normkit/rms_norm.cuh>
+
+namespace {
+
+using normkit::Status;
+using Bf16 = normkit::bfloat16;
+using GemmaRmsNorm = normkit::RmsNorm<normkit::io<Bf16>, normkit::epilogue::Scale<Bf16, /*WEIGHT_OFFSET=*/true>>;
+
+/// Calls f with a value of the quantized type named by `qtype`.
+template <class F>
+Status with_qtype(int qtype, F&& f) {
+  switch (qtype) {
+    case NORMKIT_CAPI_E4M3: return f(normkit::float8_e4m3{});
+    case NORMKIT_CAPI_E5M2: return f(normkit::float8_e5m2{});
+    case NORMKIT_CAPI_INT8: return f(int8_t{});
+    default: return Status::kErrorUnsupportedType;
+  }
+}
+
+template <class Q>
+normkit::RmsNormQuantArgs<Bf16, Q> quant_args(const void* x, void* y, const void* weight, float static_scale,
+                                              float* row_scales, int64_t rows, int64_t cols, float eps) {
+  normkit::RmsNormQuantArgs<Bf16, Q> a;
+  a.x = static_cast<const Bf16*>(x);
+  a.y = static_cast<Q*>(y);
+  a.weight = static_cast<const Bf16*>(weight);
+  a.static_scale = static_scale;
+  a.row_scales = row_scales;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
+GemmaRmsNorm::Args gemma_args(const void* x, void* y, const void* weight, float* rstd, int64_t rows, int64_t cols,
+                              float eps) {
+  GemmaRmsNorm::Args a;
+  a.x = static_cast<const Bf16*>(x);
+  a.y = static_cast<Bf16*>(y);
+  a.epilogue.weight = static_cast<const Bf16*>(weight);
+  a.rstd = rstd;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return a;
+}
+
+int shape_result(Status s, const normkit::LaunchPlan& p, const char** shape_name) {
+  if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
+  return static_cast<int>(s);
+}
+
+}  // namespace
+
+extern "C" {
+
+int normkit_rms_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q, const void* weight,
+                               float static_scale, float* row_scales, int64_t rows, int64_t cols, float eps,
+                               void* stream) {
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  return static_cast<int>(with_qtype(qtype, [&](auto tag) {
+    using Q = decltype(tag);
+    return normkit::rms_norm_quant_forward(quant_args<Q>(x, y_q, weight, static_scale, row_scales, rows, cols, eps),
+                                           static_cast<cudaStream_t>(stream));
+  }));
+}
+
+int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight, float* row_scales,
+                             int64_t rows, int64_t cols, float eps, void* stream) {
+  return normkit_rms_norm_quant_fwd(dtype, NORMKIT_CAPI_E4M3, x, y_fp8, weight, 0.f, row_scales, rows, cols, eps,
+                                    stream);
+}
+
+int normkit_rms_norm_gemma_fwd(int dtype, const void* x, void* y, const void* weight, float* rstd, int64_t rows,
+                               int64_t cols, float eps, void* stream) {
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  return static_cast<int>(
+      GemmaRmsNorm::forward(gemma_args(x, y, weight, rstd, rows, cols, eps), static_cast<cudaStream_t>(stream)));
+}
+
+int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols, const char** shape_name) {
+  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);  // as the forward
+  normkit::LaunchPlan p;
+  const Status s = with_qtype(qtype, [&](auto tag) {
+    using Q = decltype(tag);
+    // A scale pointer selects the per-row form, a static scale the other;
+    // with M = 0 nothing is read or written.
+    static float scale_placeholder;
+    return normkit::rms_norm_quant_plan(
+        quant_args<Q>(nullptr, nullptr, nullptr, per_row ? 0.f : 1.f, per_row ? &scale_placeholder : nullptr, 0,
+                      cols, 1e-6f),
+        &p);
+  });
+  return shape_result(s, p, shape_name);
+}
+
+int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {
+  return normkit_rms_norm_quant_shape(dtype, NORMKIT_CAPI_E4M3, 1, cols, shape_name);
+}
+
+int normkit_rms_norm_gemma_shape(int dtype, int64_t cols, const char** shape_name) {
+  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  normkit::LaunchPlan p;
+  const Status s = GemmaRmsNorm::plan(gemma_args(nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), &p);
+  return shape_result(s, p, shape_name);
+}
+
+}  // extern "C"
