@@ -136,11 +136,13 @@ if [ ${#tools[@]} -gt 0 ]; then
       case "$(basename "$b")" in
         # Under racecheck test_gpu_shapes' shard 0 of 16 ran past 300 s in
         # runs 258 and 264 (its two halves took 40-80 s alone, run 265), and
-        # of 32 in run 267 (its one test, since split in two), so twice the
-        # shards there (44 tests; test_gpu_dtypes' 30 keep 16, as a shard
-        # with no test is a sanitizer error).
+        # of 32 in run 267 (its one test, since split in two) and in the
+        # twenty-ninth session's run 12 (one test of 263 s, since split in
+        # two, and the test sharded with it), so one test a shard there: 45
+        # shards for its 45 tests (never more shards than tests: a shard
+        # with no test is a sanitizer error; test_gpu_dtypes' 30 keep 16).
         test_gpu_shapes)
-          shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-32}" || echo "${SHARDS:-8}") ;;
+          shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-45}" || echo "${SHARDS:-8}") ;;
         test_gpu_dtypes) shards=$([ "$tool" = racecheck ] && echo 16 || echo "${SHARDS:-8}") ;;
         # test_gpu_fused under racecheck ran past 300 s whole (runs 258, 264); in 4 shards 78 s (run 265).
         test_gpu_fused) shards=$([ "$tool" = racecheck ] && echo 4 || echo 1) ;;
@@ -150,8 +152,9 @@ if [ ${#tools[@]} -gt 0 ]; then
         test_gpu_large) shards=$([ "$tool" = racecheck ] && echo 1 || echo "${SHARDS_MID:-2}") ;;
         # test_gpu_quant under racecheck ran past the stage whole (run 244: 420 s).
         test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
-        # test_gpu_layout's first of 2 shards ran past 300 s under racecheck in run 267 (297 s in 264).
-        test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
+        # test_gpu_layout's first of 2 shards ran past 300 s under racecheck in run 267 (297 s in 264),
+        # its first of 4 took 278 s in the twenty-ninth session's run 12.
+        test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 6 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)
         *) shards=1 ;;
