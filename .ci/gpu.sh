@@ -137,7 +137,7 @@ if [ ${#tools[@]} -gt 0 ]; then
         # Under racecheck test_gpu_shapes' shard 0 of 16 ran past 300 s in
         # runs 258 and 264 (its two halves took 40-80 s alone, run 265), and
         # of 32 in run 267 (its one test, since split in two) and in the
-        # twenty-ninth session's run 12 (one test of 263 s, since split in
+        # run 278 (one test of 263 s, since split in
         # two, and the test sharded with it), so one test a shard there: 45
         # shards for its 45 tests (never more shards than tests: a shard
         # with no test is a sanitizer error; test_gpu_dtypes' 30 keep 16).
@@ -153,7 +153,7 @@ if [ ${#tools[@]} -gt 0 ]; then
         # test_gpu_quant under racecheck ran past the stage whole (run 244: 420 s).
         test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 4 || echo "${SHARDS_MID:-2}") ;;
         # test_gpu_layout's first of 2 shards ran past 300 s under racecheck in run 267 (297 s in 264),
-        # its first of 4 took 278 s in the twenty-ninth session's run 12.
+        # its first of 4 took 278 s in run 278.
         test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 6 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)

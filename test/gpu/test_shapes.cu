@@ -151,7 +151,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerCluster) {
 }
 
 // Rows in clusters of 4 and 8, in two tests: as one, it took 263 s under
-// racecheck (device run 12 of the twenty-ninth session), and the test sharded
+// racecheck (device run 278), and the test sharded
 // with it then ran past its 300 s.
 TEST(Shapes, ClusterRegisterRowsManyPerLargerCluster16Bit) {
   NK_REQUIRE_GPU();
