@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compare normkit's LayerNorm / RMSNorm forward with PyTorch eager, torch.compile and a Triton row kernel,
-and normkit's fused residual add + RMSNorm and add + LayerNorm with eager and torch.compile.
+and normkit's fused variants (residual add + RMSNorm out of and in place, add + LayerNorm, Gemma's RMSNorm,
+RMSNorm quantized to fp8 or int8) with eager and torch.compile.
 
     cmake -S . -B build -DNORMKIT_BUILD_CAPI=ON && cmake --build build --target normkit_capi
     python3 bench/compare_pytorch.py --lib build/bench/libnormkit_capi.so --out compare.json
@@ -24,8 +25,11 @@ normkit_rms_norm_quant_fwd against eager `y = F.rms_norm(x.float(), (N,), w.floa
 cast; int8: round half to even, clamp to [-128, 127]; the semantics of vLLM's rms_norm_dynamic_per_token_quant,
 kept in fp32 throughout as normkit does; vLLM rounds x_hat to the input type before the weight), or
 `q = quantize(y / scale)`, and the same function under torch.compile. Bytes: x read, y (1 byte) and the fp32 scales
-(per row) written, weight read once. Checks: each peer's dequantized q * s against eager's within one step (e4m3 an
-eighth of the magnitude, e5m2 a quarter, or two subnormal steps near zero; int8 one step), its scales within 1e-3.
+(per row) written, weight read once. Checks: every peer's (eager's too) dequantized q * s, with its own scales,
+against eager's unquantized fp32 y within half a step (fp8: 2^-(mantissa bits + 1) of |y|, or half a subnormal step;
+int8: half the scale) and 1e-5 of slack, so a peer that truncated or rounded the wrong way would fail; its per-row
+scales ('<peer>_scales') within 1e-3 of eager's. The copy "ceiling" of these ops (2 bytes read, 1 written an
+element) is a reference rather than a bound: a copy moves as many bytes each way, and shares above 100% occur.
 
 Gemma's RMSNorm (op rms_norm_gemma, bf16; w uniform in [-0.5, 0.5), so scales 1 + w as the others' w): normkit's
 normkit_rms_norm_gemma_fwd against eager `(F.rms_norm(x.float(), (N,), None, eps) * (1 + w.float())).to(bf16)`
@@ -41,9 +45,10 @@ rounding step of the dtype, and normkit's rstd against fp32 statistics of eager'
 
 Fused add + RMSNorm in place (op add_rms_norm_inplace, bf16, vLLM's fused_add_rms_norm: r = x + r, x = RMSNorm(r)):
 normkit_add_rms_norm_fwd with residual_out = residual and y = x, against eager `r.add_(x); x.copy_(F.rms_norm(r, (N,),
-w, eps))` and the same under torch.compile (which writes both inputs in one kernel). Timed calls rewrite x and r
-every time (r grows by about 1 a call; finite). Bytes as add_rms_norm's. Checks: every peer, eager included, run on
-copies of x and r, against eager's out-of-place h and y.
+w, eps))` and the same under torch.compile (whose in-place form moved about twice add_rms_norm's time from N = 65536
+in device run 271). Timed calls rewrite x and r every time (r grows by about 1 a call; finite). Bytes as
+add_rms_norm's. Checks: every peer, eager included, run on copies of x and r; the copies themselves, as rewritten,
+against eager's out-of-place h and y.
 
 Fused add + LayerNorm (op add_layer_norm, bf16 only, out of place, as add_rms_norm with a bias): eager
 `h = x + r; y = F.layer_norm(h, (N,), w, b, eps)` and the same under torch.compile. Bytes: 4 passes plus
@@ -75,11 +80,12 @@ QUANT_OPS = {
 }
 QTYPE_CODES = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 1, torch.int8: 2}  # normkit_capi.h
 QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0, torch.int8: 127.0}
-# The checks' bound for a dequantized value, |peer - eager| <= rel * |eager| + steps * scale: fp8 one step
-# relative to the magnitude (2^-mantissa bits) or two subnormal steps; int8 one step (peers that multiply by 1 / s
-# round ties another way than eager's y / s) and the scales' 1e-3.
-QSTEP = {torch.float8_e4m3fn: (2.0 ** -3, 2.0 ** -8), torch.float8_e5m2: (2.0 ** -2, 2.0 ** -15),
-         torch.int8: (0.0, 1.0 + 1e-3)}
+# Half a quantization step, the checks' bound for a dequantized value against the unquantized y:
+# |q * s - y| <= rel * |y| + steps * s. fp8: half a step relative to the magnitude (2^-(mantissa bits + 1)) or half
+# a subnormal step; int8: half a step of the scale.
+QHALF_STEP = {torch.float8_e4m3fn: (2.0 ** -4, 2.0 ** -10), torch.float8_e5m2: (2.0 ** -3, 2.0 ** -17),
+              torch.int8: (0.0, 0.5)}
+QCHECK_SLACK = 1e-5  # of |y| + s: peers' fp32 y differ from eager's in the last bits, so ties may round apart
 STATIC_SCALE = 1.0 / 32.0  # normkit_bench's kStaticScale: |y| < 3 here, so y / scale stays in every range
 EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "add_rms_norm_inplace": 1e-6,
        "add_layer_norm": 1e-5, "rms_norm_gemma": 1e-6, **{op: 1e-6 for op in QUANT_OPS}}  # PyTorch's defaults
@@ -93,7 +99,6 @@ TRITON_MAX_BLOCK = 65536
 DEFAULT_NS = [256, 1024, 4096, 8192, 16384, 32768, 65536, 131072]
 QUICK_NS = [1024, 8192, 65536]
 FUSED_NS = [256, 768, 1024, 4096, 8192, 16384, 32768, 65536]
-FP8_MAX = 448.0  # e4m3
 SMALL_N = 8192
 SMALL_MS = [1, 32, 128]
 GRAPH_CALLS = 100
@@ -105,6 +110,17 @@ def log(msg):
 
 
 # ---------------------------------------------------------------- normkit through its C ABI
+
+
+STATUS_UNSUPPORTED_SHAPE = 8  # normkit::Status::kErrorUnsupportedShape (include/normkit/status.cuh)
+
+
+class NormkitError(RuntimeError):
+    """A normkit call returned a status other than success (`status`, normkit::Status's value)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
 
 
 class Normkit:
@@ -144,7 +160,7 @@ class Normkit:
 
     def _check(self, rc, what):
         if rc != 0:
-            raise RuntimeError(f"normkit {what}: {self._lib.normkit_status_string(rc).decode()}")
+            raise NormkitError(rc, f"normkit {what}: {self._lib.normkit_status_string(rc).decode()}")
 
     @staticmethod
     def _ptr(t):
@@ -514,27 +530,24 @@ def check_fused_outputs(op, lib, x, r, w, b, eps, peers):
 
 
 def check_quant_outputs(op, x, w, eps, peers):
-    """name -> {'ok', 'max_abs_err'}: each peer's dequantized q * s against eager's within one quantization step
-    (e4m3 an eighth of the magnitude, e5m2 a quarter, or two subnormal steps near zero; int8 one step of the
-    scale), and its per-row scales ('<name>_scales') within 1e-3."""
+    """name -> {'ok', 'max_abs_err'}: each peer's (eager's too) dequantized q * s, with its own scales, against
+    eager's unquantized fp32 y within half a step (QHALF_STEP) and QCHECK_SLACK, and its per-row scales
+    ('<name>_scales') within 1e-3 of eager's."""
     qdtype, per_row = QUANT_OPS[op]
-    rel, steps = QSTEP[qdtype]
-    ref_q, ref_s = eager_rms_norm_quant(x, w, eps, qdtype, per_row)
-    ref_scale = ref_s[:, None] if per_row else STATIC_SCALE
-    ref = ref_q.float() * ref_scale
-    bound = rel * ref.abs() + steps * ref_scale
+    rel, steps = QHALF_STEP[qdtype]
+    y = F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
+    _, ref_s = eager_rms_norm_quant(x, w, eps, qdtype, per_row)
     result = {}
     for name, fn in peers.items():
-        if name == "eager":
-            continue
         q, s = fn()
-        y = q.float() * (s[:, None] if per_row else STATIC_SCALE)
-        result[name] = {"ok": bool(((y - ref).abs() <= bound * (1 + 1e-6)).all().item()),
-                        "max_abs_err": (y - ref).abs().max().item()}
-        if per_row:
-            v, err = max_violation(s, ref_s, 1e-3, 0.0)
-            result[name + "_scales"] = {"ok": v <= 1.0, "max_abs_err": err}
-        del q, s, y
+        scale = s[:, None] if per_row else STATIC_SCALE
+        err = (q.float() * scale - y).abs()
+        bound = (rel * y.abs() + steps * scale) + QCHECK_SLACK * (y.abs() + scale)
+        result[name] = {"ok": bool((err <= bound).all().item()), "max_abs_err": err.max().item()}
+        if per_row and name != "eager":
+            v, e = max_violation(s, ref_s, 1e-3, 0.0)
+            result[name + "_scales"] = {"ok": v <= 1.0, "max_abs_err": e}
+        del q, s, err, bound
     return result
 
 
@@ -564,13 +577,12 @@ def check_inplace_outputs(x, r, w, eps, fns):
     result = {}
     for name, fn in fns.items():  # eager in place too: the reference is out of place
         xc, rc = x.clone(), r.clone()
-        h, y = fn(xc, rc)
-        assert h.data_ptr() == rc.data_ptr() and y.data_ptr() == xc.data_ptr()
-        v, err = max_violation(y, ref_y, rtol, atol)
+        fn(xc, rc)  # in place: the copies themselves are the outputs (y in xc, h in rc)
+        v, err = max_violation(xc, ref_y, rtol, atol)
         result[name] = {"ok": v <= 1.0, "max_abs_err": err}
-        v, err = max_violation(h, ref_h, h_rtol, h_atol)
+        v, err = max_violation(rc, ref_h, h_rtol, h_atol)
         result[name + "_residual"] = {"ok": v <= 1.0, "max_abs_err": err}
-        del xc, rc, h, y
+        del xc, rc
     return result
 
 
@@ -761,7 +773,14 @@ def main():
             for n in op_ns(op):
                 m = max(1, args.mib * 2**20 // (n * DTYPES[dtype_name].itemsize))
                 log(f"  {op} {dtype_name} N={n} M={m}")
-                rec = runner(op)(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick))
+                try:
+                    rec = runner(op)(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick))
+                except NormkitError as e:
+                    if e.status != STATUS_UNSUPPORTED_SHAPE:
+                        raise
+                    log(f"    left out: {e}")  # a length normkit has no shape for (as normkit_bench)
+                    torch.cuda.empty_cache()
+                    continue
                 rec["copy_TBps"] = copy_tbps(rec["bytes"], args.quick)
                 rec["normkit_share_of_copy"] = rec["TBps"]["normkit"] / rec["copy_TBps"]
                 large.append(rec)

@@ -1,8 +1,8 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
  * forward, residual add + RMSNorm, residual add + LayerNorm, RMSNorm quantized to fp8 or int8 and
  * Gemma's RMSNorm, for callers outside C++
- * (bench/compare_pytorch.py loads it with ctypes). x, y, weight, bias and the
- * residual buffers share one dtype; mean and rstd are fp32
+ * (bench/compare_pytorch.py loads it with ctypes). x, y (unless quantized),
+ * weight, bias and the residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
  * cudaStream_t (NULL: the legacy default stream). Every function returns a
  * normkit::Status value (0 = success); none synchronizes. */
@@ -65,12 +65,16 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void*
 enum { NORMKIT_CAPI_E4M3 = 0, NORMKIT_CAPI_E5M2 = 1, NORMKIT_CAPI_INT8 = 2 };
 
 /* RMSNorm quantized to `qtype` (bf16 x and weight only), y = x * rstd * weight,
- * with exactly one scaling: static_scale > 0 (y_q = q(y / static_scale), no
- * row scales) or row_scales non-NULL (per row, scale = max(max|y_r| / Qmax,
- * 1 / (Qmax * 512)) written to row_scales[r], y_q = q(y / scale)); Qmax is 448
- * (e4m3), 57344 (e5m2) or 127 (int8). q rounds to nearest even and saturates
- * (int8 to [-128, 127]). Neither or both scalings: kErrorInvalidScale.
- * weight may be NULL. */
+ * with one of two scalings: a static scale (static_scale != 0, row_scales
+ * NULL: y_q = q(y * (1 / static_scale)), the reciprocal taken on the host;
+ * the scale must be positive and finite) or per-row scales (static_scale 0,
+ * row_scales non-NULL: scale = max(max|y_r| / Qmax, 1 / (Qmax * 512)) written
+ * to row_scales[r], y_q = q(y * (1 / scale))); Qmax is 448 (e4m3), 57344
+ * (e5m2) or 127 (int8). q rounds to nearest even and saturates (int8 to
+ * [-128, 127]), but for int8 with per-row scales, whose values the scale keeps
+ * in range, which does not saturate (a NaN y gives -1; docs/variants.md).
+ * Neither scaling, both, or a static scale that is negative, NaN or infinite:
+ * kErrorInvalidScale, nothing written. weight may be NULL. */
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q,
                                                    const void* weight, float static_scale, float* row_scales,
                                                    int64_t rows, int64_t cols, float eps, void* stream);
