@@ -137,8 +137,6 @@ class Normkit:
         lib.normkit_add_rms_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_add_layer_norm_fwd.argtypes = [i32, p, p, p, p, p, p, p, p, i64, i64, f32, p]
         lib.normkit_add_layer_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
-        lib.normkit_rms_norm_fp8_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
-        lib.normkit_rms_norm_fp8_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_quant_fwd.argtypes = [i32, i32, p, p, p, f32, p, i64, i64, f32, p]
         lib.normkit_rms_norm_quant_shape.argtypes = [i32, i32, i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_gemma_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
@@ -146,9 +144,9 @@ class Normkit:
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
         for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
-                  "normkit_add_layer_norm_fwd", "normkit_rms_norm_fp8_fwd", "normkit_layer_norm_shape",
+                  "normkit_add_layer_norm_fwd", "normkit_layer_norm_shape",
                   "normkit_rms_norm_shape", "normkit_add_rms_norm_shape", "normkit_add_layer_norm_shape",
-                  "normkit_rms_norm_fp8_shape", "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape",
+                  "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape",
                   "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape"):
             getattr(lib, f).restype = i32
         self._lib = lib
@@ -294,13 +292,18 @@ def eager_forward(op, x, w, b, eps):
     return F.layer_norm(x, (n,), w, b, eps) if op == "layer_norm" else F.rms_norm(x, (n,), w, eps)
 
 
-def compiled_forward(op, n, eps):
-    """A fresh torch.compile of the eager call for one static shape. The caller compiles it by calling it
-    once, outside any timing. dynamo is reset first, so earlier shapes count against no recompile limit."""
+def fresh_compile(fn):
+    """fn under a fresh torch.compile for one static shape. The caller compiles it by calling it once, outside
+    any timing (warm_compile). dynamo is reset first, so earlier shapes count against no recompile limit."""
     torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
+def compiled_forward(op, n, eps):
+    """The eager call under fresh_compile."""
     if op == "layer_norm":
-        return torch.compile(lambda x, w, b: F.layer_norm(x, (n,), w, b, eps), dynamic=False)
-    return torch.compile(lambda x, w: F.rms_norm(x, (n,), w, eps), dynamic=False)
+        return fresh_compile(lambda x, w, b: F.layer_norm(x, (n,), w, b, eps))
+    return fresh_compile(lambda x, w: F.rms_norm(x, (n,), w, eps))
 
 
 def warm_compile(call):
@@ -335,12 +338,6 @@ def eager_add_norm(op, x, r, w, b, eps):
     return h, F.rms_norm(h, (x.shape[-1],), w, eps)
 
 
-def compiled_add_norm(op, eps):
-    """eager_add_norm under a fresh torch.compile for one static shape (see compiled_forward)."""
-    torch._dynamo.reset()
-    return torch.compile(lambda x, r, w, b: eager_add_norm(op, x, r, w, b, eps), dynamic=False)
-
-
 def make_fused_peers(op, lib, x, r, w, b, eps, with_compile):
     """name -> a call returning (h, y), every peer on the same x, r, w (, b); normkit out of place."""
     h_nk, y_nk = torch.empty_like(x), torch.empty_like(x)
@@ -349,7 +346,7 @@ def make_fused_peers(op, lib, x, r, w, b, eps, with_compile):
         "eager": lambda: eager_add_norm(op, x, r, w, b, eps),
     }
     if with_compile:
-        fn = compiled_add_norm(op, eps)
+        fn = fresh_compile(lambda x, r, w, b: eager_add_norm(op, x, r, w, b, eps))
         peers["compile"] = warm_compile(lambda: fn(x, r, w, b))
     return peers
 
@@ -369,8 +366,7 @@ def make_inplace_fns(lib, x, r, w, eps, with_compile):
         "eager": lambda x, r: eager_inplace_add_rms_norm(x, r, w, eps),
     }
     if with_compile:
-        torch._dynamo.reset()
-        fn = torch.compile(lambda x, r, w: eager_inplace_add_rms_norm(x, r, w, eps), dynamic=False)
+        fn = fresh_compile(lambda x, r, w: eager_inplace_add_rms_norm(x, r, w, eps))
         fns["compile"] = lambda x, r: fn(x, r, w)
         warm_compile(lambda: fn(x.clone(), r.clone(), w))
     return fns
@@ -389,8 +385,7 @@ def make_gemma_peers(lib, x, w, eps, with_compile):
         "eager": lambda: eager_rms_norm_gemma(x, w, eps),
     }
     if with_compile:
-        torch._dynamo.reset()
-        fn = torch.compile(lambda x, w: eager_rms_norm_gemma(x, w, eps), dynamic=False)
+        fn = fresh_compile(lambda x, w: eager_rms_norm_gemma(x, w, eps))
         peers["compile"] = warm_compile(lambda: fn(x, w))
     return peers
 
@@ -403,14 +398,24 @@ def quantize(v, qdtype):
     return v.clamp(-qmax, qmax).to(qdtype)
 
 
+def rms_norm_fp32(x, w, eps):
+    """RMSNorm of x with weight w, computed in fp32: the quantized ops' y before quantization."""
+    return F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
+
+
+def row_scales(y, qdtype):
+    """Each row's scale, max(max|y| / Qmax, 1 / (Qmax * 512)), as fp32 [M, 1]."""
+    qmax = QMAX[qdtype]
+    return (y.abs().amax(dim=-1, keepdim=True) / qmax).clamp(min=1.0 / (qmax * 512.0))
+
+
 def eager_rms_norm_quant(x, w, eps, qdtype, per_row):
     """RMSNorm in fp32, then quantized: (q, s) with s the per-row scales (fp32 [M]) from max|y|, or (q, None)
     with the static scale STATIC_SCALE."""
-    y = F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
+    y = rms_norm_fp32(x, w, eps)
     if not per_row:
         return quantize(y / STATIC_SCALE, qdtype), None
-    qmax = QMAX[qdtype]
-    s = (y.abs().amax(dim=-1, keepdim=True) / qmax).clamp(min=1.0 / (qmax * 512.0))
+    s = row_scales(y, qdtype)
     return quantize(y / s, qdtype), s.squeeze(-1)
 
 
@@ -425,8 +430,7 @@ def make_quant_peers(op, lib, x, w, eps, with_compile):
         "eager": lambda: eager_rms_norm_quant(x, w, eps, qdtype, per_row),
     }
     if with_compile:
-        torch._dynamo.reset()
-        fn = torch.compile(lambda x, w: eager_rms_norm_quant(x, w, eps, qdtype, per_row), dynamic=False)
+        fn = fresh_compile(lambda x, w: eager_rms_norm_quant(x, w, eps, qdtype, per_row))
         peers["compile"] = warm_compile(lambda: fn(x, w))
     return peers
 
@@ -535,8 +539,8 @@ def check_quant_outputs(op, x, w, eps, peers):
     ('<name>_scales') within 1e-3 of eager's."""
     qdtype, per_row = QUANT_OPS[op]
     rel, steps = QHALF_STEP[qdtype]
-    y = F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
-    _, ref_s = eager_rms_norm_quant(x, w, eps, qdtype, per_row)
+    y = rms_norm_fp32(x, w, eps)
+    ref_s = row_scales(y, qdtype).squeeze(-1) if per_row else None
     result = {}
     for name, fn in peers.items():
         q, s = fn()

@@ -5,6 +5,8 @@
 // translation unit of their own so that the two compile side by side.
 #include "normkit_capi.h"
 
+#include "capi_args.h"
+
 #include <cuda_runtime.h>
 
 #include <normkit/add_norm.cuh>
@@ -29,30 +31,20 @@ Status with_dtype(int dtype, F&& f) {
 template <class T>
 normkit::LayerNormArgs<T> layer_norm_args(const void* x, void* y, const void* weight, const void* bias, float* mean,
                                           float* rstd, int64_t rows, int64_t cols, float eps) {
-  normkit::LayerNormArgs<T> a;
-  a.x = static_cast<const T*>(x);
-  a.y = static_cast<T*>(y);
+  auto a = nkcapi::row_args<normkit::LayerNormArgs<T>>(x, y, rows, cols, eps);
   a.weight = static_cast<const T*>(weight);
   a.bias = static_cast<const T*>(bias);
   a.mean = mean;
   a.rstd = rstd;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
   return a;
 }
 
 template <class T>
 normkit::RmsNormArgs<T> rms_norm_args(const void* x, void* y, const void* weight, float* rstd, int64_t rows,
                                       int64_t cols, float eps) {
-  normkit::RmsNormArgs<T> a;
-  a.x = static_cast<const T*>(x);
-  a.y = static_cast<T*>(y);
+  auto a = nkcapi::row_args<normkit::RmsNormArgs<T>>(x, y, rows, cols, eps);
   a.weight = static_cast<const T*>(weight);
   a.rstd = rstd;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
   return a;
 }
 
@@ -60,16 +52,11 @@ template <class T>
 normkit::AddRmsNormArgs<T, T, T, T> add_rms_norm_args(const void* x, const void* residual, void* residual_out, void* y,
                                                       const void* weight, float* rstd, int64_t rows, int64_t cols,
                                                       float eps) {
-  normkit::AddRmsNormArgs<T, T, T, T> a;
-  a.x = static_cast<const T*>(x);
+  auto a = nkcapi::row_args<normkit::AddRmsNormArgs<T, T, T, T>>(x, y, rows, cols, eps);
   a.residual = static_cast<const T*>(residual);
   a.residual_out = static_cast<T*>(residual_out);
-  a.y = static_cast<T*>(y);
   a.weight = static_cast<const T*>(weight);
   a.rstd = rstd;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
   return a;
 }
 
@@ -79,18 +66,13 @@ AddLayerNormBf16Args add_layer_norm_args(const void* x, const void* residual, vo
                                          const void* weight, const void* bias, float* mean, float* rstd,
                                          int64_t rows, int64_t cols, float eps) {
   using T = normkit::bfloat16;
-  AddLayerNormBf16Args a;
-  a.x = static_cast<const T*>(x);
+  auto a = nkcapi::row_args<AddLayerNormBf16Args>(x, y, rows, cols, eps);
   a.residual = static_cast<const T*>(residual);
   a.residual_out = static_cast<T*>(residual_out);
-  a.y = static_cast<T*>(y);
   a.weight = static_cast<const T*>(weight);
   a.bias = static_cast<const T*>(bias);
   a.mean = mean;
   a.rstd = rstd;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
   return a;
 }
 

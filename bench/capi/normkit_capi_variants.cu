@@ -6,6 +6,8 @@
 // normkit_capi.cu.
 #include "normkit_capi.h"
 
+#include "capi_args.h"
+
 #include <cuda_runtime.h>
 
 #include <normkit/quantize.cuh>
@@ -31,28 +33,18 @@ Status with_qtype(int qtype, F&& f) {
 template <class Q>
 normkit::RmsNormQuantArgs<Bf16, Q> quant_args(const void* x, void* y, const void* weight, float static_scale,
                                               float* row_scales, int64_t rows, int64_t cols, float eps) {
-  normkit::RmsNormQuantArgs<Bf16, Q> a;
-  a.x = static_cast<const Bf16*>(x);
-  a.y = static_cast<Q*>(y);
+  auto a = nkcapi::row_args<normkit::RmsNormQuantArgs<Bf16, Q>>(x, y, rows, cols, eps);
   a.weight = static_cast<const Bf16*>(weight);
   a.static_scale = static_scale;
   a.row_scales = row_scales;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
   return a;
 }
 
 GemmaRmsNorm::Args gemma_args(const void* x, void* y, const void* weight, float* rstd, int64_t rows, int64_t cols,
                               float eps) {
-  GemmaRmsNorm::Args a;
-  a.x = static_cast<const Bf16*>(x);
-  a.y = static_cast<Bf16*>(y);
+  auto a = nkcapi::row_args<GemmaRmsNorm::Args>(x, y, rows, cols, eps);
   a.epilogue.weight = static_cast<const Bf16*>(weight);
   a.rstd = rstd;
-  a.rows = rows;
-  a.cols = cols;
-  a.eps = eps;
   return a;
 }
 
