@@ -802,8 +802,9 @@ def main():
           "(x + 1-byte y + per-row scales + weight bytes) / time; nk x: peer time / normkit time; copy: TB/s of a "
           "device-to-device copy of the same bytes (cudaMemcpyAsync), share: normkit's TB/s / copy's")
     print("check: each peer's y against eager; for the add ops also its residual_out ('<peer>_residual') against "
-          "eager's h; for the quantized ops dequantized y within one step and the per-row scales ('<peer>_scales'); "
-          "normkit's statistics ('normkit_stats') against fp32")
+          "eager's h; for the quantized ops each peer's dequantized y (its own scales) within half a step of "
+          "eager's unquantized fp32 y, and the per-row scales ('<peer>_scales'); normkit's statistics "
+          "('normkit_stats') against fp32")
     print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)
     if small:
         print_table(f"small batches (CUDA graph of {GRAPH_CALLS} calls, per call, no flush)", small, show_tbps=False)
