@@ -134,13 +134,12 @@ if [ ${#tools[@]} -gt 0 ]; then
     local tool=$1 b shards i
     for b in $gpu_tests; do
       case "$(basename "$b")" in
-        # Under racecheck test_gpu_shapes' shard 0 of 16 ran past 300 s in
-        # runs 258 and 264 (its two halves took 40-80 s alone, run 265), and
-        # of 32 in run 267 (its one test, since split in two) and in the
-        # run 278 (one test of 263 s, since split in
-        # two, and the test sharded with it), so one test a shard there: 45
-        # shards for its 45 tests (never more shards than tests: a shard
-        # with no test is a sanitizer error; test_gpu_dtypes' 30 keep 16).
+        # Under racecheck test_gpu_shapes' shards ran past 300 s: shard 0 of
+        # 16 in runs 258 and 264, of 32 in run 267, and in run 278 one test
+        # took 263 s and cut off the test sharded with it (each such test is
+        # now two). So one test a shard there: 45 shards for its 45 tests
+        # (never more shards than tests: a shard with no test is a sanitizer
+        # error; test_gpu_dtypes' 30 keep 16).
         test_gpu_shapes)
           shards=$([ "$tool" = racecheck ] && echo "${SHARDS_RACECHECK:-45}" || echo "${SHARDS:-8}") ;;
         test_gpu_dtypes) shards=$([ "$tool" = racecheck ] && echo 16 || echo "${SHARDS:-8}") ;;

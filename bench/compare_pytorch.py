@@ -594,22 +594,49 @@ def check_inplace_outputs(x, r, w, eps, fns):
 
 
 def time_flushed_us(fn, quick):
-    """Median microseconds per call; do_bench clears the L2 cache before each call."""
+    """Median microseconds per call; do_bench clears the L2 cache before each call by zeroing a 256 MB buffer,
+    so each call starts with the L2 full of dirty lines, which it writes back as its own accesses evict them."""
     warmup, rep = (10, 40) if quick else (25, 100)
     return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median") * 1e3
 
 
+_READ_FLUSH = []
+
+
+def time_read_flushed_us(fn, quick):
+    """Median microseconds per call, the L2 flushed before each call by a read of twice its size
+    (normkit_bench's method): the lines left in the L2 are clean, so the timed call writes back none of the
+    flush's (--flush read; a diagnostic of what do_bench's dirty lines cost each peer)."""
+    if not _READ_FLUSH:
+        l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 64 << 20
+        _READ_FLUSH.append(torch.ones(2 * l2 // 4, device="cuda", dtype=torch.int32))  # 2x the L2, in bytes
+    buf = _READ_FLUSH[0]
+    warmup, samples = (5, 15) if quick else (10, 50)
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    for start, end in zip(starts, ends):
+        buf.amax()  # reads every line of the buffer; its one-element result is all it writes
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e3
+
+
+FLUSH_TIMERS = {"write": time_flushed_us, "read": time_read_flushed_us}
 _COPY_TBPS = {}
 
 
-def copy_tbps(nbytes, quick):
+def copy_tbps(nbytes, timer):
     """The copy ceiling for a call moving nbytes (read + write): a device-to-device copy of nbytes / 2 bytes
     (Tensor.copy_, which PyTorch runs as cudaMemcpyAsync for contiguous tensors of one dtype), timed as the
-    peers are; once per byte count."""
+    peers are (timer: one of FLUSH_TIMERS, with the run's quick flag bound); once per byte count."""
     if nbytes not in _COPY_TBPS:
         src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8)
         dst = torch.empty_like(src)
-        _COPY_TBPS[nbytes] = 2 * src.numel() / (time_flushed_us(lambda: dst.copy_(src), quick) * 1e-6) * 1e-12
+        _COPY_TBPS[nbytes] = 2 * src.numel() / (timer(lambda: dst.copy_(src)) * 1e-6) * 1e-12
         del src, dst
     return _COPY_TBPS[nbytes]
 
@@ -749,6 +776,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help=f"bf16 only, N in {QUICK_NS}, shorter timing")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out (it compiles every shape)")
     ap.add_argument("--no-small", action="store_true", help="leave the small-batch CUDA-graph runs out")
+    ap.add_argument("--flush", choices=sorted(FLUSH_TIMERS), default="write",
+                    help="how the L2 is flushed before each timed large-batch call: 'write', triton's do_bench "
+                         "(zeroes a 256 MB buffer: the call starts with dirty lines to write back; the default), "
+                         "or 'read', normkit_bench's (reads a buffer of 2x the L2: clean lines)")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()
 
@@ -771,6 +802,11 @@ def main():
     def runner(op):
         return run_fused_case if op in FUSED_OPS else run_case
 
+    flush_timer = FLUSH_TIMERS[args.flush]
+
+    def large_timer(fn):
+        return flush_timer(fn, args.quick)
+
     large = []
     for op in ops:
         for dtype_name in FUSED_DTYPES if op in FUSED_OPS else dtypes:
@@ -778,14 +814,14 @@ def main():
                 m = max(1, args.mib * 2**20 // (n * DTYPES[dtype_name].itemsize))
                 log(f"  {op} {dtype_name} N={n} M={m}")
                 try:
-                    rec = runner(op)(op, dtype_name, m, n, lib, args, lambda fn: time_flushed_us(fn, args.quick))
+                    rec = runner(op)(op, dtype_name, m, n, lib, args, large_timer)
                 except NormkitError as e:
                     if e.status != STATUS_UNSUPPORTED_SHAPE:
                         raise
                     log(f"    left out: {e}")  # a length normkit has no shape for (as normkit_bench)
                     torch.cuda.empty_cache()
                     continue
-                rec["copy_TBps"] = copy_tbps(rec["bytes"], args.quick)
+                rec["copy_TBps"] = copy_tbps(rec["bytes"], large_timer)
                 rec["normkit_share_of_copy"] = rec["TBps"]["normkit"] / rec["copy_TBps"]
                 large.append(rec)
     small = []
@@ -805,13 +841,15 @@ def main():
           "eager's h; for the quantized ops each peer's dequantized y (its own scales) within half a step of "
           "eager's unquantized fp32 y, and the per-row scales ('<peer>_scales'); normkit's statistics "
           "('normkit_stats') against fp32")
-    print_table(f"large batches (x about {args.mib} MiB, L2 cleared before each call)", large, show_tbps=True)
+    flushed = {"write": "L2 cleared before each call by do_bench's zeroing",
+               "read": "L2 flushed before each call by a read of 2x its size"}[args.flush]
+    print_table(f"large batches (x about {args.mib} MiB, {flushed})", large, show_tbps=True)
     if small:
         print_table(f"small batches (CUDA graph of {GRAPH_CALLS} calls, per call, no flush)", small, show_tbps=False)
     log(f"total {time.time() - t_start:.0f} s")
 
     if args.out:
-        meta = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__, "mib": args.mib,
+        meta = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__, "mib": args.mib, "flush": args.flush,
                 "graph_calls": GRAPH_CALLS, "graph_samples": GRAPH_SAMPLES}
         with open(args.out, "w") as f:
             json.dump({"meta": meta, "large": large, "small_batch": small}, f, indent=1)
