@@ -25,13 +25,14 @@ struct FusedCase {
   bool in_place = false;  // residual_out == residual and y == x (vLLM's form)
   int64_t stride = -1;    // row stride of every buffer (-1: contiguous)
   int64_t shift = 0;      // every buffer starts this many elements into its allocation (misaligned when odd)
+  bool aligned_outputs = false;  // out of place: y and residual_out start at their allocations (shift 0)
 };
 
 std::string describe(const FusedCase& c) {
   return std::string(c.op == Op::kRmsNorm ? "add+RMSNorm" : "add+LayerNorm") + " " + nktest::dtype_name(c.t) +
          " w=" + nktest::dtype_name(c.w) + " shape=" + normkit::shape_name(c.shape) + " M=" + std::to_string(c.rows) +
          " N=" + std::to_string(c.cols) + (c.in_place ? " in_place" : "") + " stride=" + std::to_string(c.stride) +
-         " shift=" + std::to_string(c.shift);
+         " shift=" + std::to_string(c.shift) + (c.aligned_outputs ? " aligned_outputs" : "");
 }
 
 /// Runs one case and checks it; `ran`, if given, receives the plan that ran.
@@ -44,6 +45,8 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   // Each buffer holds `shift` elements before the rows and 16 bytes after
   // them; those and the padding between strided rows must keep their bytes.
   const size_t lead = static_cast<size_t>(c.shift) * e;
+  // Where the outputs' rows start (the inputs' lead unless aligned_outputs).
+  const size_t olead = c.aligned_outputs && !c.in_place ? 0 : lead;
   const size_t bytes = static_cast<size_t>((M - 1) * S + N) * e + lead + 16;
   std::vector<unsigned char> hx(bytes, 0), hr(bytes, 0), hw(N * we), hb(N * we);
   for (size_t i = 0; i < bytes; ++i) hx[i] = hr[i] = static_cast<unsigned char>(rng.next());
@@ -73,8 +76,8 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   unsigned char* pr = static_cast<unsigned char*>(dr.data()) + lead;
   call.x = px;
   call.residual = pr;
-  call.residual_out = c.in_place ? pr : static_cast<unsigned char*>(dro.data()) + lead;
-  call.y = c.in_place ? px : static_cast<unsigned char*>(dy.data()) + lead;
+  call.residual_out = c.in_place ? pr : static_cast<unsigned char*>(dro.data()) + olead;
+  call.y = c.in_place ? px : static_cast<unsigned char*>(dy.data()) + olead;
   call.weight = dw.data();
   call.bias = db.data();
   call.mean = reinterpret_cast<float*>(dm.data());
@@ -104,8 +107,8 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   // Bytes outside the rows: the inputs' own (in place) or the poison.
   int64_t touched = 0;
   for (size_t i = 0; i < bytes; ++i) {
-    const bool in_row = i >= lead && static_cast<int64_t>((i - lead) / e) % S < N &&
-                        static_cast<int64_t>((i - lead) / e) / S < M;
+    const bool in_row = i >= olead && static_cast<int64_t>((i - olead) / e) % S < N &&
+                        static_cast<int64_t>((i - olead) / e) / S < M;
     if (in_row) continue;
     const unsigned char want_y = c.in_place ? hx[i] : 0xFF, want_ro = c.in_place ? hr[i] : 0xFF;
     if ((gy[i] != want_y || gro[i] != want_ro) && touched++ == 0) {
@@ -124,8 +127,9 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
       // h = x + residual in fp32, rounded to the residual's type: bit for bit.
       const float sum = static_cast<float>(nktest::load_as(c.t, &hx[off])) + static_cast<float>(nktest::load_as(c.t, &hr[off]));
       nktest::store_as(c.t, sum, want_h.data());
-      if (std::memcmp(want_h.data(), &gro[off], e) != 0 && bad_h++ == 0) {
-        ADD_FAILURE() << "residual_out row " << r << " col " << j << ": got " << nktest::load_as(c.t, &gro[off])
+      const size_t out_off = olead + (r * S + j) * e;
+      if (std::memcmp(want_h.data(), &gro[out_off], e) != 0 && bad_h++ == 0) {
+        ADD_FAILURE() << "residual_out row " << r << " col " << j << ": got " << nktest::load_as(c.t, &gro[out_off])
                       << " want " << nktest::load_as(c.t, want_h.data()) << " seed " << seed;
       }
       h[j] = nktest::load_as(c.t, want_h.data());
@@ -135,7 +139,7 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
       const double w = nktest::load_as(c.w, &hw[j * we]);
       const double b = c.op == Op::kLayerNorm ? nktest::load_as(c.w, &hb[j * we]) : 0.0;
       const double want = (h[j] - ref.mean) * ref.rstd * w + b;
-      const double got = nktest::load_as(c.t, &gy[lead + (r * S + j) * e]);
+      const double got = nktest::load_as(c.t, &gy[olead + (r * S + j) * e]);
       if (!(std::fabs(got - want) <= tol.atol + tol.rtol * std::fabs(want)) && bad_y++ == 0) {
         ADD_FAILURE() << "y row " << r << " col " << j << ": got " << got << " want " << want << " seed " << seed;
       }
@@ -243,10 +247,10 @@ TEST(Fused, MisalignedRowsInPlaceAndOut) {
 
 // add + LayerNorm rows of 16 bits past 64 KiB across a cluster's registers
 // in parts of 4 slots in 1024 threads (change 105: clusters of 2 at 65536,
-// 4 at 131072, 8 at 262144), more rows than the resident clusters (66, 33
-// and 16 on the H200), so that clusters take several rows; in place and
-// out, strided, and misaligned (the checked loop; in place the shifted
-// stores).
+// 8 at 262144), at 131072 in split parts (8 slots, half in shared memory,
+// clusters of 2: change 115), more rows than the resident clusters (66 and
+// 15 on the H200), so that clusters take several rows; in place and out,
+// strided, and misaligned (the checked loops; in place the shifted stores).
 TEST(Fused, AddLayerNormRowsManyPerCluster) {
   NK_REQUIRE_GPU();
   const bool quick = nktest::quick_mode();
@@ -255,17 +259,21 @@ TEST(Fused, AddLayerNormRowsManyPerCluster) {
     bool in_place;
     int64_t stride = -1;
     DType t = DType::kBF16;
+    bool aligned_outputs = false;
   };
   // Under the sanitizers (quick), one case of each cluster size with more
-  // rows than clusters, so that each cluster's reduction slots turn over;
-  // the rest with a few rows (with more, racecheck ran this binary past its
-  // 300 s, run 258).
+  // rows than clusters, so that each cluster's reduction slots (and split
+  // parts' shared memory) turn over; the rest with a few rows (with more,
+  // racecheck ran this binary past its 300 s, run 258). Misaligned inputs
+  // with aligned outputs run the checked split loop without shifted stores.
   const Case cases[] = {{65536, quick ? 68 : 200, 0, false},   {65536, quick ? 8 : 140, 0, true, 65536 + 40},
-                        {131072, quick ? 36 : 140, 0, false},  {131072, quick ? 6 : 140, 0, true},
+                        {131072, quick ? 68 : 140, 0, false},  {131072, quick ? 6 : 140, 0, true},
                         {262144, quick ? 18 : 70, 0, false},   {262144, quick ? 3 : 70, 0, true},
                         {65536, quick ? 6 : 70, 1, true},      {131072, quick ? 4 : 70, 1, false},
                         {262144, quick ? 2 : 34, 3, true},     {131072, quick ? 4 : 70, 0, false, -1, DType::kF16},
-                        {65536, quick ? 4 : 70, 1, false, -1, DType::kF16}};
+                        {65536, quick ? 4 : 70, 1, false, -1, DType::kF16}, {131072, quick ? 4 : 70, 1, true},
+                        {131072, quick ? 4 : 70, 0, true, 131072 + 24, DType::kF16},
+                        {131072, quick ? 8 : 70, 1, false, -1, DType::kBF16, true}};
   for (const Case& k : cases) {
     FusedCase c;
     c.op = Op::kLayerNorm;
@@ -275,12 +283,15 @@ TEST(Fused, AddLayerNormRowsManyPerCluster) {
     c.in_place = k.in_place;
     c.stride = k.stride;
     c.t = c.w = k.t;
+    c.aligned_outputs = k.aligned_outputs;
     normkit::LaunchPlan plan;
     check_fused(c, &plan);
+    const bool split = k.cols == 131072;  // 8 slots, half in shared memory, in clusters of 2
     EXPECT_EQ(plan.shape, Shape::kRowInClusterRegisters) << describe(c);
-    EXPECT_EQ(plan.cluster, static_cast<int>(k.cols / 32768)) << describe(c);
-    EXPECT_EQ(plan.vecs, 4) << describe(c);
+    EXPECT_EQ(plan.cluster, static_cast<int>(k.cols / (split ? 65536 : 32768))) << describe(c);
+    EXPECT_EQ(plan.vecs, split ? 8 : 4) << describe(c);
     EXPECT_EQ(plan.threads, 1024) << describe(c);
+    EXPECT_EQ(plan.smem_bytes, split ? normkit::kernel::split_part_smem_bytes(1024) : 0) << describe(c);
   }
 }
 

@@ -26,7 +26,8 @@ constexpr int64_t kMaxRows = 67;
 // at 65536: a cluster of 2 such CTAs, change 105); 131072: a cluster of 2
 // CTAs' registers (RMSNorm, plain, fused and quantized; LayerNorm bf16 with
 // TwoPass too since change 101, per-row quantized LayerNorm staged; add +
-// LayerNorm in 4 CTAs of 4 slots); 262144: a cluster of 4 (RMSNorm
+// LayerNorm in 2 CTAs of 8 slots, half in shared memory, change 115);
+// 262144: a cluster of 4 (RMSNorm
 // prefetched, add + RMSNorm in registers, LayerNorm staged; add + LayerNorm
 // in 8 CTAs of 4 slots).
 const int64_t kLengths[] = {64, 768, 1000, 4096, 12288, 32768, 40000, 65536, 131072, 150000, 262144, 300000};
@@ -136,7 +137,7 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // threads (add + LayerNorm: a cluster of 2 CTAs of 4 slots, change 105),
 // and 131072 the cluster-register kernel (clusters of 2 such CTAs) of
 // RMSNorm, plain, fused and quantized, and of 16-bit LayerNorm (change 101;
-// add + LayerNorm in 4 CTAs of 4 slots); 262144 that of clusters of 4 (add
+// add + LayerNorm in split parts of 8 slots, change 115); 262144 that of clusters of 4 (add
 // + RMSNorm, RMSNorm prefetched where aligned) and 8 (add + LayerNorm). The
 // fused add also in place (misaligned outputs: y and
 // residual_out in the checked forms' narrow stores).

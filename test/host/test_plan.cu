@@ -3,6 +3,9 @@
 // A100-like device.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 #include <normkit/launch/plan.cuh>
 
 namespace {
@@ -512,7 +515,9 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(524288)), h200()).shape, Shape::kStreaming);
   // Fused-add ones (add + LayerNorm) in 4-slot parts of 1024 threads, in
   // any cluster (change 105): 65536 in 2 CTAs, 131072 in 4, 262144 in 8;
-  // 524288 would need 16 and streams.
+  // 524288 would need 16 and streams. (A format whose parts may not split,
+  // splits_parts false; the launchers' AddResidual rows split at 131072,
+  // below.)
   RowFormat fused_ln = two_pass_row(bf16_row(262144));
   fused_ln.plain_input = false;
   for (const auto& [n, cluster] : {std::pair<int64_t, int>{65536, 2}, {131072, 4}, {262144, 8}}) {
@@ -526,6 +531,37 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   }
   fused_ln.cols = 524288;
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kStreaming);
+  {
+    // Problems whose parts may split (kernel::kSplitsParts: a launcher's
+    // AddResidual rows) hold 8 slots, half in shared memory, where that
+    // fills a cluster of 2 CTAs of 1024 threads (changes 113, 115): 131072;
+    // 65536 keeps 4-slot parts in 2 CTAs, 262144 in 8 (split parts would
+    // take 4, measured slower); a device without the shared memory, 4.
+    RowFormat split = fused_ln;
+    split.splits_parts = true;
+    for (const auto& [n, cluster, vecs] :
+         {std::tuple<int64_t, int, int>{65536, 2, 4}, {131072, 2, 8}, {262144, 8, 4}}) {
+      split.cols = n;
+      const LaunchPlan sp = plan_of(split, h200());
+      EXPECT_EQ(sp.shape, Shape::kRowInClusterRegisters) << n;
+      EXPECT_EQ(sp.cluster, cluster) << n;
+      EXPECT_EQ(sp.threads, 1024) << n;
+      EXPECT_EQ(sp.vecs, vecs) << n;
+      EXPECT_EQ(sp.chunk, n / cluster) << n;
+      EXPECT_EQ(sp.smem_bytes, vecs == 8 ? normkit::kernel::split_part_smem_bytes(1024) : 0) << n;
+    }
+    split.cols = 131072;
+    DeviceCaps small = h200();
+    small.max_smem_per_block_optin = 100 * 1024;
+    const LaunchPlan no_room = plan_of(split, small);
+    EXPECT_EQ(no_room.cluster, 4);
+    EXPECT_EQ(no_room.vecs, 4);
+    EXPECT_EQ(no_room.smem_bytes, 0u);
+    LaunchPlan forced_split;
+    ASSERT_EQ(choose_plan(split, h200(), Shape::kRowInClusterRegisters, &forced_split), Status::kSuccess);
+    EXPECT_EQ(forced_split.vecs, 8);
+    EXPECT_EQ(forced_split.cluster, 2);
+  }
   fused_ln.cols = 65536 + 8 * 32;  // not whole warps of 4 slots in 2 CTAs: staged
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowInCluster);
   fused_ln.cols = 34816;  // 2 CTAs of 544 threads: unmeasured, so staged; forced, the cluster's registers
@@ -776,11 +812,17 @@ TEST(Plan, RowsThatMustStayOnChipNeverStream) {
 }
 
 TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
-  for (int64_t n = 1; n <= (1 << 22); n = n * 3 / 2 + 1) {
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= (1 << 22); n = n * 3 / 2 + 1) lengths.push_back(n);
+  // and powers of two, whose rows split into whole parts (split parts at 131072)
+  for (int64_t n = 1024; n <= (1 << 22); n *= 2) lengths.push_back(n);
+  for (int64_t n : lengths) {
     RowFormat fused_two_pass = two_pass_row(bf16_row(n));
     fused_two_pass.plain_input = false;
+    RowFormat split_parts = fused_two_pass;
+    split_parts.splits_parts = true;
     for (const RowFormat& f :
-         {bf16_row(n), f32_row(n), quant_row(bf16_row(n)), two_pass_row(bf16_row(n)), fused_two_pass}) {
+         {bf16_row(n), f32_row(n), quant_row(bf16_row(n)), two_pass_row(bf16_row(n)), fused_two_pass, split_parts}) {
       LaunchPlan p;
       if (choose_plan(f, h200(), Shape::kAuto, &p) != Status::kSuccess) {
         EXPECT_TRUE(f.needs_on_chip) << n;  // only rows kept on chip run out of room (past 8 CTAs' shared memory)
@@ -796,7 +838,14 @@ TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
           break;
         case Shape::kRowInClusterRegisters:
           EXPECT_EQ(int64_t{p.threads} * p.vecs * f.vec * p.cluster, n);  // whole parts, nothing to spare
-          EXPECT_EQ(p.vecs, f.plain_input || f.row_reductions < 2 ? 8 : 4) << n;
+          if (f.splits_parts && p.smem_bytes > 0) {  // split parts: 8 slots, half in shared memory, clusters of 2
+            EXPECT_EQ(p.vecs, 8) << n;
+            EXPECT_EQ(p.threads, 1024) << n;
+            EXPECT_LE(p.cluster, 2) << n;
+            EXPECT_EQ(p.smem_bytes, normkit::kernel::split_part_smem_bytes(1024)) << n;
+          } else {
+            EXPECT_EQ(p.vecs, f.plain_input || f.row_reductions < 2 ? 8 : 4) << n;
+          }
           EXPECT_EQ(p.chunk * p.cluster, n);
           EXPECT_LE(p.threads, normkit::kernel::kClusterRegistersMaxThreads) << n;
           break;

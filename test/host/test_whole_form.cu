@@ -130,6 +130,10 @@ TEST(WholeForm, InputPoliciesWithoutTheHooksNeverTakeIt) {
   EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::row_per_block<OldInputLN, 4, true>), nullptr);
   EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::row_chunked<OldInputLN, false>), nullptr);
   EXPECT_NE(reinterpret_cast<const void*>(&normkit::kernel::row_chunked<OldInputLN, true>), nullptr);
+  // Split parts copy and add AddResidual's rows themselves: a caller's own
+  // input that is not a plain copy never takes them (nor instantiates them).
+  EXPECT_FALSE(L::kSplitsParts);
+  EXPECT_FALSE(normkit::kernel::kSplitsParts<OldInputLN>);
 }
 
 }  // namespace

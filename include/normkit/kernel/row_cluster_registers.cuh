@@ -23,7 +23,9 @@
 // slots from a small ring the copy engine filled during the previous row
 // (kPrefetchesRows, row_prefetch.cuh), but for the 16-bit rows the plan
 // runs through the ring instead (static scales in any cluster, converted
-// rows in clusters of 4 or more: change 107).
+// rows in clusters of 4 or more: change 107). 16-bit add + LayerNorm rows
+// whose parts of 8 slots fill a cluster of 2 hold them split, half in
+// shared memory (kSplitsParts, row_split_part.cuh: change 115).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include "row_prefetch.cuh"
 #include "row_relay.cuh"
 #include "row_ring.cuh"
+#include "row_split_part.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -68,10 +71,11 @@ inline constexpr bool kRollsRows =
 
 /// The loop row_cluster_registers runs in the shared memory the plan gave
 /// its CTAs for one (launched as that much dynamic shared memory): none, the
-/// ring (kRingsRows, row_ring.cuh) or the prefetching loop
-/// (kPrefetchesRows, row_prefetch.cuh). Rows both admit take the one the
-/// plan chose (plan.cuh, cluster_ring_smem_bytes).
-enum class SmemLoop { kNone, kRing, kPrefetch };
+/// ring (kRingsRows, row_ring.cuh), the prefetching loop
+/// (kPrefetchesRows, row_prefetch.cuh) or split parts (kSplitsParts,
+/// row_split_part.cuh). Rows both the ring and the prefetching loop admit
+/// take the one the plan chose (plan.cuh, cluster_ring_smem_bytes).
+enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
@@ -85,7 +89,10 @@ enum class SmemLoop { kNone, kRing, kPrefetch };
 /// LOOP: kRing, the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam),
 /// launched with ring_smem_bytes of dynamic shared memory (row_ring.cuh);
 /// kPrefetch, the prefetching loop (kPrefetchesRows, WHOLE, TEAM ==
-/// kPrefetchTeam), with prefetch_smem_bytes (row_prefetch.cuh).
+/// kPrefetchTeam), with prefetch_smem_bytes (row_prefetch.cuh);
+/// kSplitPart, split parts (kSplitsParts, VECS == kSplitPartVecs, TEAM ==
+/// kSplitPartTeam, WHOLE or checked), with split_part_smem_bytes
+/// (row_split_part.cuh).
 template <class Problem, int VECS, bool WHOLE, int TEAM = 0, SmemLoop LOOP = SmemLoop::kNone>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
@@ -112,6 +119,15 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
                                              reducer.rank() == 0, reducer,
                                              reinterpret_cast<detail::RawSlot<typename Problem::Storage, Problem::kVec>*>(
                                                  relay_bytes));
+  } else if constexpr (LOOP == SmemLoop::kSplitPart) {
+    static_assert(kSplitsParts<Problem> && VECS == kSplitPartVecs && TEAM == kSplitPartTeam,
+                  "normkit: split parts run kSplitsParts problems at kSplitPartVecs slots in CTAs of kSplitPartTeam "
+                  "threads");
+    // Half of each thread's slots in shared memory (split_part_smem_bytes,
+    // launched as dynamic shared memory; row_split_part.cuh).
+    extern __shared__ __align__(16) unsigned char split_bytes[];
+    detail::split_part_rows<Problem, VECS, WHOLE, TEAM>(p, blockIdx.x / csize, gridDim.x / csize, col_base,
+                                                        reducer.rank() == 0, reducer, split_bytes);
   } else if constexpr (LOOP == SmemLoop::kPrefetch) {
     static_assert(kPrefetchesRows<Problem> && WHOLE && TEAM == kPrefetchTeam,
                   "normkit: the prefetching loop runs kPrefetchesRows problems, WHOLE, in CTAs of kPrefetchTeam "

@@ -99,9 +99,12 @@ struct Launcher {
   static constexpr bool kWideFourSlotTeam = allows_wide_four_slot_team(kRowReductions, kStorageBytes, VEC, kScaledOutput);
   /// Whether row_cluster_registers holds this problem's parts at 4 slots
   /// (four_slot_cluster_parts: only then is that kernel instantiated, and
-  /// then no 8-slot one).
+  /// then no 8-slot register loop; split parts, kSplitsParts, hold 8).
   static constexpr bool kFourSlotClusterParts =
       four_slot_cluster_parts(kRowReductions, kStorageBytes, VEC, kScaledOutput, Problem::Input::kIsPlainCopy);
+  /// Whether the plan may hold those 4-slot parts as split 8-slot ones
+  /// (kernel::kSplitsParts; only then are those kernels instantiated).
+  static constexpr bool kSplitsParts = kFourSlotClusterParts && kernel::kSplitsParts<Problem>;
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
@@ -156,6 +159,7 @@ struct Launcher {
     f.rings_rows = kernel::kRingsRows<Problem>;
     f.prefetches_rows = kernel::kPrefetchesRows<Problem>;
     f.plain_input = Problem::Input::kIsPlainCopy;
+    f.splits_parts = kSplitsParts;
     return f;
   }
 
@@ -319,6 +323,19 @@ struct Launcher {
     if constexpr (!kClusterRegisterSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
+      if constexpr (kSplitsParts) {
+        // Split parts (the plan gave their shared memory), WHOLE or checked.
+        constexpr int kVecs = kernel::kSplitPartVecs;
+        constexpr int kTeam = kernel::kSplitPartTeam;
+        if (plan.vecs == kVecs && plan.threads == kTeam && plan.smem_bytes == kernel::split_part_smem_bytes(kTeam)) {
+          using kernel::SmemLoop;
+          auto split = &kernel::row_cluster_registers<Problem, kVecs, false, kTeam, SmemLoop::kSplitPart>;
+          if constexpr (!kCheckedOnly) {
+            if (p.whole_access) split = &kernel::row_cluster_registers<Problem, kVecs, true, kTeam, SmemLoop::kSplitPart>;
+          }
+          return launch_resident(split, p, plan, plan.smem_bytes, device, caps, stream);
+        }
+      }
       constexpr int V = kFourSlotClusterParts ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
       if (plan.vecs != V) return Status::kErrorUnsupportedShape;  // never planned: no such kernel
       auto fn = &kernel::row_cluster_registers<Problem, V, false>;

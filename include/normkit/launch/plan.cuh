@@ -28,7 +28,8 @@ enum class Shape : int {
   kStreaming,     ///< row read from memory once per pass; no limit on N
   /// One cluster per row (sm_90), each CTA holding its part in registers (8
   /// slots per thread, 4 for fused-add 16-bit LayerNorm rows:
-  /// detail::four_slot_cluster_parts; up to 1024 threads); only for
+  /// detail::four_slot_cluster_parts, or 8 with half of them in shared memory
+  /// in clusters of 2: kernel/row_split_part.cuh; up to 1024 threads); only for
   /// problems whose rows may take them there
   /// (detail::allows_cluster_register_slots), and only rows that split into
   /// whole warps of those slots. Automatic for rows
@@ -89,6 +90,9 @@ struct RowFormat {
   /// The row is x's bytes (Input::kIsPlainCopy); false for a fused add,
   /// whose input stores h as it loads x and the residual.
   bool plain_input = true;
+  /// row_cluster_registers may hold these rows in parts split between
+  /// registers and shared memory (kernel::kSplitsParts).
+  bool splits_parts = false;
 };
 
 struct LaunchPlan {
@@ -137,6 +141,13 @@ struct PlanTuning {
   /// N = 65536 89.8% -> 92.6% of the copy, fp8 level; docs/performance.md,
   /// change 76).
   static constexpr int64_t kOneCtaOnChipRowBytes = 65536;
+  /// Largest cluster whose CTAs hold split parts (kernel/row_split_part.cuh:
+  /// 8 slots a thread, half in shared memory, where four_slot_cluster_parts
+  /// would hold 4 in twice the CTAs): add + LayerNorm bf16 N = 131072 in
+  /// clusters of 2, 88.7% -> 90.9% of the copy, against 4-slot parts in
+  /// clusters of 4; N = 262144 in clusters of 4, 84.6% -> 81.5% against
+  /// clusters of 8 (docs/performance.md, change 113), so not there.
+  static constexpr int kSplitPartMaxCluster = 2;
   /// rows_per_warp groups whose slots span this many columns (group * vec)
   /// may run paired, so that half the lanes still store a 1-byte output in
   /// whole 32-byte sectors (bf16 N = 128, 2 lanes paired: 95% -> 58% of the
@@ -271,7 +282,9 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
 /// 131072 (4) 86.0% -> 89.2%, 262144 (8) 75.0% (4 CTAs of 8 slots) ->
 /// 83.6%; plain LayerNorm rows lost at 131072 (clusters of 4, 83.3% ->
 /// 73.9%), so they keep 8 slots. The launcher instantiates the 4-slot
-/// kernel only where this holds, and no 8-slot one there.
+/// kernel only where this holds, and no 8-slot register loop there (8-slot
+/// parts half in shared memory, split parts, where those fill a cluster of
+/// at most PlanTuning::kSplitPartMaxCluster: kernel/row_split_part.cuh).
 constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, int vec, bool scaled_output,
                                        bool plain_input) {
   return allows_wide_four_slot_team(row_reductions, storage_bytes, vec, scaled_output) && !plain_input;
@@ -489,17 +502,35 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int c
 /// points. CTAs of 1024 threads rather than 512 (change 50): 131072 68% ->
 /// 79%, 262144 64.5% -> 68% (int8 65% -> 76%, 63% -> 65.5%). Rows that need
 /// not stay on chip take it where it measured faster than the staged shapes
-/// (change 52; registers_beat_staging).
+/// (change 52; registers_beat_staging). Rows held at 4 slots hold 8, half of
+/// them in shared memory, where that fills a cluster of at most
+/// PlanTuning::kSplitPartMaxCluster CTAs (split parts: smem_bytes
+/// kernel::split_part_smem_bytes; change 113).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
       !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f))) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
-  const int vecs = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input)
-                       ? PlanTuning::kMaxRegisterBytes / 16
-                       : PlanTuning::kWideVecs;
+  const bool four_slots =
+      four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input);
+  const int vecs = four_slots ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
   for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
+    // Rows held at 4 slots split their parts where 8-slot ones fill a
+    // cluster of at most kSplitPartMaxCluster CTAs of kSplitPartTeam threads
+    // (half of each in shared memory; kernel/row_split_part.cuh).
+    if (four_slots && f.splits_parts && c <= PlanTuning::kSplitPartMaxCluster &&
+        whole_warp_threads(slots, int64_t{c} * kernel::kSplitPartVecs, kernel::kSplitPartTeam) ==
+            kernel::kSplitPartTeam &&
+        smem_fits(d, kernel::split_part_smem_bytes(kernel::kSplitPartTeam))) {
+      p->shape = Shape::kRowInClusterRegisters;
+      p->cluster = c;
+      p->threads = kernel::kSplitPartTeam;
+      p->vecs = kernel::kSplitPartVecs;
+      p->chunk = f.cols / c;
+      p->smem_bytes = kernel::split_part_smem_bytes(kernel::kSplitPartTeam);
+      return true;
+    }
     const int64_t threads = whole_warp_threads(slots, int64_t{c} * vecs, kernel::kClusterRegistersMaxThreads);
     if (threads > 0) {
       // Relayed rows park each CTA's part in shared memory: where it does
