@@ -29,7 +29,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "../block/async_copy.cuh"
 #include "../block/row_loader.cuh"

@@ -145,8 +145,9 @@ struct PlanTuning {
   /// 8 slots a thread, half in shared memory, where four_slot_cluster_parts
   /// would hold 4 in twice the CTAs): add + LayerNorm bf16 N = 131072 in
   /// clusters of 2, 88.7% -> 90.9% of the copy, against 4-slot parts in
-  /// clusters of 4; N = 262144 in clusters of 4, 84.6% -> 81.5% against
-  /// clusters of 8 (docs/performance.md, change 113), so not there.
+  /// clusters of 4 (change 113; as landed, change 115, run 286: 88.7% ->
+  /// 90.5%); N = 262144 in clusters of 4, 84.6% -> 81.5% against clusters
+  /// of 8 (docs/performance.md, change 113), so not there.
   static constexpr int kSplitPartMaxCluster = 2;
   /// rows_per_warp groups whose slots span this many columns (group * vec)
   /// may run paired, so that half the lanes still store a 1-byte output in
