@@ -1,6 +1,7 @@
 // Residual add fused with RMSNorm / LayerNorm: residual_out holds exactly
-// round(x + residual), y is the norm of that stored value (against float64),
-// in place and out of place, on every kernel shape; bad arguments rejected.
+// round(x + residual), y is the norm of that stored value and mean and rstd
+// its statistics (against float64), in place and out of place, on every
+// kernel shape; bad arguments rejected.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,13 +27,15 @@ struct FusedCase {
   int64_t stride = -1;    // row stride of every buffer (-1: contiguous)
   int64_t shift = 0;      // every buffer starts this many elements into its allocation (misaligned when odd)
   bool aligned_outputs = false;  // out of place: y and residual_out start at their allocations (shift 0)
+  bool stats = true;             // pass mean (LayerNorm) and rstd buffers; checked against float64
 };
 
 std::string describe(const FusedCase& c) {
   return std::string(c.op == Op::kRmsNorm ? "add+RMSNorm" : "add+LayerNorm") + " " + nktest::dtype_name(c.t) +
          " w=" + nktest::dtype_name(c.w) + " shape=" + normkit::shape_name(c.shape) + " M=" + std::to_string(c.rows) +
          " N=" + std::to_string(c.cols) + (c.in_place ? " in_place" : "") + " stride=" + std::to_string(c.stride) +
-         " shift=" + std::to_string(c.shift) + (c.aligned_outputs ? " aligned_outputs" : "");
+         " shift=" + std::to_string(c.shift) + (c.aligned_outputs ? " aligned_outputs" : "") +
+         (c.stats ? "" : " no_stats");
 }
 
 /// Runs one case and checks it; `ran`, if given, receives the plan that ran.
@@ -61,13 +64,17 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
     nktest::store_as(c.w, 1 + 0.3 * rng.normal(), &hw[j * we]);
     nktest::store_as(c.w, 0.3 * rng.normal(), &hb[j * we]);
   }
-  DeviceBuffer dx(bytes), dr(bytes), dro(bytes), dy(bytes), dw(N * we), db(N * we), dm(M * 4), ds(M * 4);
+  // mean and rstd: fp32 [M] and a 16-byte guard, poisoned (NaN) before the launch.
+  const size_t stats_bytes = static_cast<size_t>(M) * 4 + 16;
+  DeviceBuffer dx(bytes), dr(bytes), dro(bytes), dy(bytes), dw(N * we), db(N * we), dm(stats_bytes), ds(stats_bytes);
   ASSERT_EQ(cudaMemcpy(dx.data(), hx.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dr.data(), hr.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dw.data(), hw.data(), hw.size(), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(db.data(), hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemset(dro.data(), 0xFF, bytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(dy.data(), 0xFF, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dm.data(), 0xFF, stats_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(ds.data(), 0xFF, stats_bytes), cudaSuccess);
   nktest::AddNormCall call;
   call.op = c.op;
   call.x_type = c.t;
@@ -80,8 +87,8 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   call.y = c.in_place ? px : static_cast<unsigned char*>(dy.data()) + olead;
   call.weight = dw.data();
   call.bias = db.data();
-  call.mean = reinterpret_cast<float*>(dm.data());
-  call.rstd = reinterpret_cast<float*>(ds.data());
+  call.mean = c.stats ? reinterpret_cast<float*>(dm.data()) : nullptr;
+  call.rstd = c.stats ? reinterpret_cast<float*>(ds.data()) : nullptr;
   call.rows = M;
   call.cols = N;
   call.x_stride = call.residual_stride = call.residual_out_stride = call.y_stride = c.stride;
@@ -101,7 +108,9 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   EXPECT_EQ(ran.vecs, planned.vecs);
   EXPECT_EQ(ran.smem_bytes, planned.smem_bytes);
   if (ran_out != nullptr) *ran_out = ran;
-  std::vector<unsigned char> gy(bytes), gro(bytes);
+  std::vector<unsigned char> gy(bytes), gro(bytes), gm(stats_bytes), gs(stats_bytes);
+  ASSERT_EQ(cudaMemcpy(gm.data(), dm.data(), stats_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gs.data(), ds.data(), stats_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(gy.data(), c.in_place ? dx.data() : dy.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(gro.data(), c.in_place ? dr.data() : dro.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   // Bytes outside the rows: the inputs' own (in place) or the poison.
@@ -116,9 +125,18 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
     }
   }
   EXPECT_EQ(touched, 0);
+  // The statistics' buffers: their guards always, mean for RMSNorm (which
+  // has none) and both when not asked for keep the poison.
+  int64_t stats_touched = 0;
+  for (size_t i = 0; i < stats_bytes; ++i) {
+    const bool mean_written = c.stats && c.op == Op::kLayerNorm && i < static_cast<size_t>(M) * 4;
+    const bool rstd_written = c.stats && i < static_cast<size_t>(M) * 4;
+    stats_touched += (!mean_written && gm[i] != 0xFF) + (!rstd_written && gs[i] != 0xFF);
+  }
+  EXPECT_EQ(stats_touched, 0) << "bytes of mean or rstd written that should not be, seed " << seed;
 
   const nktest::Tolerance tol = nktest::output_tolerance(c.t);
-  int64_t bad_h = 0, bad_y = 0;
+  int64_t bad_h = 0, bad_y = 0, bad_stats = 0;
   std::vector<double> h(N);
   std::vector<unsigned char> want_h(e);
   for (int64_t r = 0; r < M; ++r) {
@@ -135,6 +153,19 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
       h[j] = nktest::load_as(c.t, want_h.data());
     }
     const auto ref = nktest::reference_row(c.op, h.data(), N, 1e-5);
+    if (c.stats) {
+      // The bounds run_case holds the plain norms' statistics to.
+      float got_mean, got_rstd;
+      std::memcpy(&got_mean, &gm[r * 4], 4);
+      std::memcpy(&got_rstd, &gs[r * 4], 4);
+      const double mean_bound = 4e-6 * (std::fabs(ref.mean) + 1.0 / ref.rstd) + 1e-7;
+      if (c.op == Op::kLayerNorm && !(std::fabs(got_mean - ref.mean) <= mean_bound) && bad_stats++ == 0) {
+        ADD_FAILURE() << "mean row " << r << ": got " << got_mean << " want " << ref.mean << " seed " << seed;
+      }
+      if (!(std::fabs(got_rstd - ref.rstd) <= 3e-5 * ref.rstd) && bad_stats++ == 0) {
+        ADD_FAILURE() << "rstd row " << r << ": got " << got_rstd << " want " << ref.rstd << " seed " << seed;
+      }
+    }
     for (int64_t j = 0; j < N; ++j) {
       const double w = nktest::load_as(c.w, &hw[j * we]);
       const double b = c.op == Op::kLayerNorm ? nktest::load_as(c.w, &hb[j * we]) : 0.0;
@@ -147,6 +178,7 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   }
   EXPECT_EQ(bad_h, 0);
   EXPECT_EQ(bad_y, 0);
+  EXPECT_EQ(bad_stats, 0);
 }
 
 TEST(Fused, AddRmsNormAndAddLayerNormOnEveryShape) {
@@ -190,6 +222,13 @@ TEST(Fused, DtypesStridesAndFp32Weights) {
       c.rows = 19;
       check_fused(c);
       c.stride = 3011;
+      check_fused(c);
+      // In place (vLLM's form) in every dtype, one element off alignment, and
+      // without the optional statistics (nothing written to their buffers).
+      c.in_place = true;
+      c.shift = 1;
+      check_fused(c);
+      c.stats = false;
       check_fused(c);
     }
     FusedCase c;
