@@ -6,6 +6,7 @@
 #include <cuda_fp8.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "dispatch_extra.h"
@@ -56,6 +57,8 @@ struct QuantCase {
   int64_t rows = 33, cols = 4096;
   int64_t x_pad = 0;    ///< x's row stride is cols + x_pad
   int64_t x_shift = 0;  ///< x starts this many elements into its buffer (misaligned when odd)
+  int64_t y_pad = 0;    ///< y's row stride is cols + y_pad
+  int64_t y_shift = 0;  ///< y starts this many bytes into its buffer
   normkit::LanePairing pairing = normkit::LanePairing::kAuto;
   bool weight = true;  ///< false: no weight (a scale of 1)
   uint64_t seed = 0;  ///< the inputs' seed; 0: a fresh one
@@ -73,7 +76,8 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
   SCOPED_TRACE(std::string(c.op == Op::kRmsNorm ? "RMSNorm" : "LayerNorm") + " x=" + nktest::dtype_name(c.x) +
                " q=" + nktest::qtype_name(c.q) + (c.dynamic ? " dynamic" : " static") + " shape=" +
                normkit::shape_name(c.shape) + " N=" + std::to_string(c.cols) + " pad " + std::to_string(c.x_pad) +
-               " shift " + std::to_string(c.x_shift) + " pairing " +
+               " shift " + std::to_string(c.x_shift) + " y pad " + std::to_string(c.y_pad) + " y shift " +
+               std::to_string(c.y_shift) + " pairing " +
                std::to_string(static_cast<int>(c.pairing)) + (c.weight ? "" : " no weight"));
   const uint64_t seed = c.seed != 0 ? c.seed : nktest::fresh_seed();
   nktest::Rng rng(seed);
@@ -90,12 +94,14 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
     nktest::store_as(c.x, 1 + 0.3 * rng.normal(), &hw[j * e]);
     nktest::store_as(c.x, 0.2 * rng.normal(), &hb[j * e]);
   }
-  DeviceBuffer dx(hx.size()), dy(M * N), dw(hw.size()), db(hb.size()), dscale(M * 4);
+  // y: rows of stride YS from byte y_shift, then a 16-byte guard; the row
+  // scales: M floats and a 16-byte guard.
+  const int64_t YS = N + c.y_pad;
+  const size_t y_bytes = static_cast<size_t>(c.y_shift + (M - 1) * YS + N + 16), scale_bytes = M * 4 + 16;
+  DeviceBuffer dx(hx.size()), dy(y_bytes), dw(hw.size()), db(hb.size()), dscale(scale_bytes);
   ASSERT_EQ(cudaMemcpy(dx.data(), hx.data(), hx.size(), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dw.data(), hw.data(), hw.size(), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(db.data(), hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemset(dy.data(), 0x7F, M * N), cudaSuccess);
-  ASSERT_EQ(cudaMemset(dscale.data(), 0xFF, M * 4), cudaSuccess);
   const double static_scale = 4.0 / qmax(c.q);  // |y| up to about 4 fills the range; larger saturates
   nktest::QuantCall call;
   call.op = c.op;
@@ -103,23 +109,49 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
   call.q_type = c.q;
   call.x = dx.data() + c.x_shift * e;
   call.x_stride = S;
-  call.y = dy.data();
+  call.y = dy.data() + c.y_shift;
+  call.y_stride = YS;
   call.weight = c.weight ? dw.data() : nullptr;
   call.bias = db.data();
   call.static_scale = c.dynamic ? 0.f : static_cast<float>(static_scale);
-  call.row_scales = c.dynamic ? reinterpret_cast<float*>(dscale.data()) : nullptr;
+  call.row_scales = c.dynamic ? reinterpret_cast<float*>(dscale.data()) : nullptr;  // (null: kept poisoned)
   call.rows = M;
   call.cols = N;
   call.eps = 1e-5f;
   call.shape = c.shape;
   call.pairing = c.pairing;
   call.launched = c.launched;
-  ASSERT_EQ(nktest::launch_quant(call), normkit::Status::kSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<unsigned char> gy(M * N);
+  // Two launches, y poisoned with 0x7F (NaN in fp8, 127 in int8) and then
+  // with 0x80 (-0 in fp8, -128 in int8): an element left unwritten differs
+  // between them whatever values the format can hold; the bytes outside the
+  // rows and the guards must keep each launch's poison.
+  std::vector<unsigned char> gy, gy2, gsb;
+  for (const unsigned char poison : {0x7F, 0x80}) {
+    ASSERT_EQ(cudaMemset(dy.data(), poison, y_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dscale.data(), 0xFF, scale_bytes), cudaSuccess);
+    ASSERT_EQ(nktest::launch_quant(call), normkit::Status::kSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<unsigned char>& got = poison == 0x7F ? gy : gy2;
+    got.resize(y_bytes);
+    gsb.resize(scale_bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), dy.data(), y_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(gsb.data(), dscale.data(), scale_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    int64_t outside = 0;
+    for (size_t i = 0; i < y_bytes; ++i) {
+      const int64_t k = static_cast<int64_t>(i) - c.y_shift;
+      const bool in_row = k >= 0 && k / YS < M && k % YS < N;
+      outside += !in_row && got[i] != poison;
+    }
+    for (size_t i = c.dynamic ? static_cast<size_t>(M) * 4 : 0; i < scale_bytes; ++i) outside += gsb[i] != 0xFF;
+    EXPECT_EQ(outside, 0) << "bytes outside y's rows or the row scales written, seed " << seed;
+  }
+  int64_t unwritten = 0;
+  for (int64_t r = 0; r < M; ++r) {
+    for (int64_t j = 0; j < N; ++j) unwritten += gy[c.y_shift + r * YS + j] != gy2[c.y_shift + r * YS + j];
+  }
+  EXPECT_EQ(unwritten, 0) << "elements of y not written (or not the same in two runs), seed " << seed;
   std::vector<float> gs(M);
-  ASSERT_EQ(cudaMemcpy(gy.data(), dy.data(), gy.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(gs.data(), dscale.data(), M * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::memcpy(gs.data(), gsb.data(), M * 4);
   int64_t bad = 0;
   std::vector<double> xr(N), y(N);
   for (int64_t r = 0; r < M; ++r) {
@@ -140,7 +172,7 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
     }
     for (int64_t j = 0; j < N; ++j) {
       const double v = std::max(-qmax(c.q), std::min(qmax(c.q), y[j] / scale));
-      const double got = dequant(c.q, gy[r * N + j]);
+      const double got = dequant(c.q, gy[c.y_shift + r * YS + j]);
       // One step of the format at the reference's magnitude, plus the fp32
       // computation's own error of y (about 1e-6 absolute here), which near
       // y = 0 can exceed the tiny steps of fp8 subnormals.
@@ -154,7 +186,11 @@ void check_quant(const QuantCase& c, QuantOutputs* out = nullptr) {
   EXPECT_EQ(bad, 0);
   // A static scale writes no row scales (their buffer keeps its NaN poison,
   // which would compare unequal to itself): only y is returned then.
-  if (out != nullptr) *out = QuantOutputs{gy, c.dynamic ? gs : std::vector<float>{}};
+  if (out != nullptr) {
+    std::vector<unsigned char> rows(M * N);
+    for (int64_t r = 0; r < M; ++r) std::memcpy(&rows[r * N], &gy[c.y_shift + r * YS], N);
+    *out = QuantOutputs{rows, c.dynamic ? gs : std::vector<float>{}};
+  }
 }
 
 TEST(Quant, EveryFormatBothScalings) {
@@ -170,6 +206,19 @@ TEST(Quant, EveryFormatBothScalings) {
           c.cols = n;
           check_quant(c);
         }
+        // Strided and misaligned x and y (y's rows one byte off and 5 bytes
+        // apart beyond N): the checked forms' narrow stores.
+        QuantCase c;
+        c.op = op;
+        c.q = q;
+        c.dynamic = dynamic;
+        c.cols = 4099;
+        c.rows = 17;
+        c.x_shift = 1;
+        c.x_pad = 8;
+        c.y_shift = 1;
+        c.y_pad = 5;
+        check_quant(c);
       }
     }
   }
@@ -205,7 +254,7 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
 // WHOLE form) and misaligned (the checked form), and forced.
 TEST(Quant, WideAndClusterRegisterRows) {
   NK_REQUIRE_GPU();
-  for (QType q : {QType::kE4M3, QType::kInt8}) {
+  for (QType q : {QType::kE4M3, QType::kE5M2, QType::kInt8}) {
     for (int64_t n : {16384, 24576, 32768, 65536, 131072, 262144}) {
       for (int64_t shift : {0, 1}) {
         QuantCase c;
