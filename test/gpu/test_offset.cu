@@ -30,6 +30,23 @@ using nktest::Op;
 using bf16 = normkit::bfloat16;
 
 using GemmaRms = normkit::RmsNorm<normkit::io<bf16>, normkit::epilogue::Scale<bf16, /*WEIGHT_OFFSET=*/true>>;
+
+// The same (1 + w) scaling written as a caller writes an epilogue of its own
+// (the contract examples/custom_epilogue.cu shows: Params and apply() over
+// one slot, nothing else: no apply_whole, no hooks), so that the launcher's
+// handling of a caller's epilogue runs on every shape the plan picks.
+struct CallerOffsetScale {
+  struct Params {
+    const bf16* weight;
+  };
+  template <int VEC>
+  static __device__ void apply(const Params& p, int64_t /*row*/, int64_t col0, int valid, float (&v)[VEC]) {
+    for (int i = 0; i < VEC; ++i) {
+      if (i < valid) v[i] *= 1.0f + __bfloat162float(p.weight[col0 + i]);
+    }
+  }
+};
+using CallerOffsetRms = normkit::RmsNorm<normkit::io<bf16>, CallerOffsetScale>;
 using CentredLayerNorm =
     normkit::LayerNorm<normkit::io<bf16>, normkit::stats::TwoPass, normkit::epilogue::Affine<bf16, /*WEIGHT_OFFSET=*/true>>;
 
@@ -190,6 +207,13 @@ void check_lengths() {
 }
 
 TEST(WeightOffset, GemmaRmsNormMatchesTheReferenceAtEveryShape) { NK_REQUIRE_GPU(); check_lengths<GemmaRms, false>(); }
+
+// A caller's own epilogue through the launcher (issue 4), at every length
+// class, strided and misaligned, against the float64 reference.
+TEST(WeightOffset, CallersOwnEpilogueMatchesTheReferenceAtEveryShape) {
+  NK_REQUIRE_GPU();
+  check_lengths<CallerOffsetRms, false>();
+}
 
 TEST(WeightOffset, ZeroCentredLayerNormMatchesTheReferenceAtEveryShape) {
   NK_REQUIRE_GPU();
