@@ -77,7 +77,7 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
   for (int64_t n : kLengths) {
     if (left_to_plain_run(n)) continue;
     const int64_t bytes = kMaxRows * n * 2;
-    DeviceBuffer x(bytes), r(bytes), h(bytes), y(bytes), w(n * 2), scales(kMaxRows * 4);
+    DeviceBuffer x(bytes), r(bytes), h(bytes), y(bytes), w(n * 2), scales(kMaxRows * 4), xi(bytes), ri(bytes);
     fill_random(x, seed);
     fill_random(r, seed + 1);
     fill_random(w, seed + 2);
@@ -107,6 +107,23 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
         return nktest::launch_add_norm(c);
       };
       check_invariant(fused, y, n * 2, "add+norm", n);
+      // In place (vLLM's form: y over x, h over the residual), each launch
+      // from fresh copies of the inputs.
+      auto fused_in_place = [&](int64_t first, int64_t rows) {
+        EXPECT_EQ(cudaMemcpy(xi.data(), x.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(ri.data(), r.data(), bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+        nktest::AddNormCall c;
+        c.op = op;
+        c.x = xi.data() + first * n * 2;
+        c.y = xi.data() + first * n * 2;
+        c.residual = ri.data() + first * n * 2;
+        c.residual_out = ri.data() + first * n * 2;
+        c.weight = w.data();
+        c.rows = rows;
+        c.cols = n;
+        return nktest::launch_add_norm(c);
+      };
+      check_invariant(fused_in_place, xi, n * 2, "add+norm in place", n);
       // Every length, the staged and cluster shapes past 131072 included
       // (until the eleventh session the quantized rows stopped at 131072, a
       // limit that had only followed the shapes as they were added).
@@ -231,7 +248,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
           << "add+" << name << " in place N=" << n;
       // Quantized also without a weight (a scale of 1, which the ring and
       // the 8-slot kernels read from a slot of ones instead of branching).
-      for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+      for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kE5M2, nktest::QType::kInt8}) {
         for (bool weighted : {true, false}) {
           auto quant = [&](const void* xp, const void*) {
             nktest::QuantCall c;
@@ -274,7 +291,7 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
     const uint64_t seed = nktest::fresh_seed();
     fill_random(x, seed);
     fill_random(w, seed + 1);
-    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kE5M2, nktest::QType::kInt8}) {
       normkit::LaunchPlan ran;
       auto quant = [&](int64_t first, int64_t count) {
         nktest::QuantCall c;
@@ -571,7 +588,7 @@ TEST(BatchInvariance, RingedStaticQuantRowsKeepTheirBits) {
     fill_random(x, seed + n);
     fill_random(w, seed + n + 1);
     ASSERT_EQ(cudaMemcpy(xm.data() + 2, x.data(), x.size(), cudaMemcpyDeviceToDevice), cudaSuccess);
-    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kE5M2, nktest::QType::kInt8}) {
       const std::string what = std::string(nktest::qtype_name(q)) + " static N=" + std::to_string(n);
       normkit::LaunchPlan ran;
       auto quant_from = [&](unsigned char* xs, int64_t first, int64_t rows) {
@@ -625,7 +642,7 @@ TEST(BatchInvariance, RolledQuantizedRowsKeepTheirBits) {
     DeviceBuffer x(batch * n * 2), y(batch * n), w(n * 2), scales(batch * 4);
     fill_random(x, seed + n);
     fill_random(w, seed + n + 1);
-    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kInt8}) {
+    for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kE5M2, nktest::QType::kInt8}) {
       normkit::LaunchPlan ran;
       auto quant = [&](int64_t first, int64_t rows) {
         nktest::QuantCall c;
