@@ -386,6 +386,36 @@ TEST(Numerics, ShiftedSquaresOverflowTakeTheSecondWalk) {
   }
 }
 
+// A constant row (zero variance): eps alone keeps rstd finite, and LayerNorm
+// gives y = b, RMSNorm x * rsqrt(x^2 + eps) * w, on every shape (forced, at
+// lengths each holds; the cluster's registers in 2 CTAs of one warp), with
+// both LayerNorm statistics, in fp32 and bf16, mean and rstd against float64.
+TEST(Traps, ConstantRowsAreGuardedByEps) {
+  NK_REQUIRE_GPU();
+  const std::pair<Shape, int64_t> shapes[] = {{Shape::kAuto, 1},          {Shape::kAuto, 4099},
+                                              {Shape::kRowsPerWarp, 500},  {Shape::kRowPerBlock, 4099},
+                                              {Shape::kRowInSmem, 4099},   {Shape::kRowInCluster, 4099},
+                                              {Shape::kStreaming, 4099},   {Shape::kRowInClusterRegisters, 4096}};
+  for (const auto& [shape, n] : shapes) {
+    for (Op op : {Op::kLayerNorm, Op::kRmsNorm}) {
+      for (auto stats : {nktest::StatsKind::kTwoPass, nktest::StatsKind::kWelford}) {
+        if (op == Op::kRmsNorm && stats == nktest::StatsKind::kWelford) continue;
+        for (DType t : {DType::kF32, DType::kBF16}) {
+          nktest::CaseSpec s;
+          s.op = op;
+          s.stats = stats;
+          s.x = s.y = t;
+          s.shape = shape;
+          s.cols = n;
+          s.rows = 17;
+          s.std_lo = s.std_hi = 0;  // every row one value, drawn from the mean's range
+          nktest::expect_case_ok(s);
+        }
+      }
+    }
+  }
+}
+
 TEST(Traps, CatastrophicCancellation) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
