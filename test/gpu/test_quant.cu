@@ -596,11 +596,24 @@ TEST(Quant, BadScalesAndShapesAreRejected) {
   c.y = reinterpret_cast<void*>(0x900000);
   c.rows = 4;
   c.cols = 512;
-  EXPECT_EQ(nktest::launch_quant(c), normkit::Status::kErrorInvalidScale);  // no scale at all
-  for (float s : {-1.f, NAN, INFINITY}) {
-    nktest::QuantCall b = c;
-    b.static_scale = s;
-    EXPECT_EQ(nktest::launch_quant(b), normkit::Status::kErrorInvalidScale) << s;
+  // Both norms, every format: no scale at all, a static scale that is not
+  // positive and finite (0 included), and both kinds of scale at once.
+  for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+    for (QType q : {QType::kE4M3, QType::kE5M2, QType::kInt8}) {
+      nktest::QuantCall a = c;
+      a.op = op;
+      a.q_type = q;
+      EXPECT_EQ(nktest::launch_quant(a), normkit::Status::kErrorInvalidScale);
+      for (float s : {-1.f, 0.f, -0.f, NAN, INFINITY}) {
+        nktest::QuantCall b = a;
+        b.static_scale = s;
+        EXPECT_EQ(nktest::launch_quant(b), normkit::Status::kErrorInvalidScale) << s;
+      }
+      nktest::QuantCall both = a;
+      both.static_scale = 1.f;
+      both.row_scales = reinterpret_cast<float*>(0x2000000);
+      EXPECT_EQ(nktest::launch_quant(both), normkit::Status::kErrorInvalidScale);
+    }
   }
   nktest::QuantCall both = c;
   both.static_scale = 1.f;
