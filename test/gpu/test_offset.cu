@@ -56,6 +56,7 @@ struct Layout {
   int64_t n, rows;
   int misalign;  ///< elements x and y start past 16-byte alignment
   int64_t pad;   ///< elements between rows (stride n + pad)
+  bool in_place = false;  ///< y is x (x's padding then holds the poison y's would)
 };
 
 /// One call's inputs as bf16 bits: rows of x (mean 3, std 1.5: a non-zero
@@ -90,7 +91,7 @@ Result run(bool layer_norm, const Inputs& in, const Layout& l) {
   Result r;
   const int64_t stride = l.n + l.pad;
   const size_t elems = static_cast<size_t>((l.rows - 1) * stride + l.n + l.misalign);
-  std::vector<uint16_t> hx(elems, 0);
+  std::vector<uint16_t> hx(elems, l.in_place ? kPoison : 0);
   for (int64_t row = 0; row < l.rows; ++row) {
     std::memcpy(&hx[l.misalign + row * stride], &in.x[row * l.n], l.n * 2);
   }
@@ -103,7 +104,7 @@ Result run(bool layer_norm, const Inputs& in, const Layout& l) {
   EXPECT_EQ(cudaMemset(dm.data(), 0xff, l.rows * 4), cudaSuccess);
   typename Norm::Args a;
   a.x = reinterpret_cast<const bf16*>(dx.data()) + l.misalign;
-  a.y = reinterpret_cast<bf16*>(dy.data()) + l.misalign;
+  a.y = (l.in_place ? reinterpret_cast<bf16*>(dx.data()) : reinterpret_cast<bf16*>(dy.data())) + l.misalign;
   a.epilogue.weight = reinterpret_cast<const bf16*>(dw.data());
   if constexpr (std::is_same_v<Norm, CentredLayerNorm>) {
     a.epilogue.bias = reinterpret_cast<const bf16*>(db.data());
@@ -120,7 +121,8 @@ Result run(bool layer_norm, const Inputs& in, const Layout& l) {
   if (r.status != normkit::Status::kSuccess) return r;
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<uint16_t> hy(elems);
-  EXPECT_EQ(cudaMemcpy(hy.data(), dy.data(), elems * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(hy.data(), l.in_place ? dx.data() : dy.data(), elems * 2, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   r.y.resize(l.rows * l.n);
   for (int64_t row = 0; row < l.rows; ++row) {
     std::memcpy(&r.y[row * l.n], &hy[l.misalign + row * stride], l.n * 2);
@@ -188,14 +190,17 @@ void check_lengths() {
   const Layout layouts[] = {
       {1, 300, 0, 0},          {97, 1000, 1, 0},         {256, 3000, 0, 0},         {768, 2000, 0, 64},
       {4099, 300, 1, 0},       {8192, 400, 0, 0},        {32768, 150, 0, 8},        {65536, 100, 1, 0},
-      {131072, quick ? 70 : 150, 0, 0}, {131072, quick ? 20 : 40, 1, 0}, {262144, 80, 0, 64}, {262144, 30, 1, 0}};
+      {131072, quick ? 70 : 150, 0, 0}, {131072, quick ? 20 : 40, 1, 0}, {262144, 80, 0, 64}, {262144, 30, 1, 0},
+      // In place (y over x), strided and misaligned.
+      {97, 300, 1, 3, true},    {4099, 300, 0, 5, true},  {32768, 50, 1, 0, true},  {131072, 20, 0, 64, true}};
   const uint64_t seed = nktest::fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
   for (const Layout& l : layouts) {
     if (quick && l.n > 131072) continue;
     const std::string what = std::string(LAYER_NORM ? "LayerNorm (1 + w)" : "RMSNorm (1 + w)") +
                              " N=" + std::to_string(l.n) + " M=" + std::to_string(l.rows) +
-                             " misalign=" + std::to_string(l.misalign) + " pad=" + std::to_string(l.pad);
+                             " misalign=" + std::to_string(l.misalign) + " pad=" + std::to_string(l.pad) +
+                             (l.in_place ? " in place" : "");
     const Inputs in = make_inputs(l.rows, l.n, seed + l.n + l.misalign);
     const Result r = run<Norm>(LAYER_NORM, in, l);
     ASSERT_EQ(r.status, normkit::Status::kSuccess) << what;
