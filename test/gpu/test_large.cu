@@ -65,6 +65,18 @@ std::vector<unsigned char> download(const void* p, size_t bytes) {
   return h;
 }
 
+// How many of the floats in `bytes` (a statistic or scale per row, poisoned
+// with NaN before the launch) are not finite and positive.
+int64_t not_finite_positive(const std::vector<unsigned char>& bytes) {
+  int64_t bad = 0;
+  for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+    float v;
+    std::memcpy(&v, &bytes[i], 4);
+    bad += !(std::isfinite(v) && v > 0);
+  }
+  return bad;
+}
+
 constexpr int64_t kLargeCols = 4096;
 constexpr int64_t kLargeRows = (int64_t{1} << 31) / kLargeCols + 3;  // 2^31 + 12288 elements
 // Rows compared: the first, the last, both sides of the row where the element
@@ -146,13 +158,7 @@ TEST(Large, FusedAddRmsNormBeyond2Pow31) {
   EXPECT_EQ(poisoned<uint16_t>(dro.data(), M * N, 0xFFFF), 0u) << "residual_out elements not written";
   EXPECT_EQ(poisoned<uint16_t>(dy.data(), M * N, 0xFFFF), 0u) << "y elements not written";
   const std::vector<unsigned char> rstd = download(ds.data(), M * 4);
-  int64_t bad_rstd = 0;
-  for (int64_t r = 0; r < M; ++r) {
-    float v;
-    std::memcpy(&v, &rstd[r * 4], 4);
-    bad_rstd += !(std::isfinite(v) && v > 0);
-  }
-  EXPECT_EQ(bad_rstd, 0) << "rstd not written or not finite";
+  EXPECT_EQ(not_finite_positive(rstd), 0) << "rstd not written or not finite";
   const std::vector<unsigned char> w = download(dw.data(), N * 2);
   const nktest::Tolerance tol = nktest::output_tolerance(DType::kBF16);
   DeviceBuffer one_ro(N * 2), one_y(N * 2), one_s(4);
@@ -226,13 +232,7 @@ TEST(Large, PerRowFp8Beyond2Pow31) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(poisoned<uint8_t>(dy.data(), M * N, 0x7F), 0u) << "y bytes not written (or NaN)";
   const std::vector<unsigned char> scales = download(ds.data(), M * 4);
-  int64_t bad_scales = 0;
-  for (int64_t r = 0; r < M; ++r) {
-    float v;
-    std::memcpy(&v, &scales[r * 4], 4);
-    bad_scales += !(std::isfinite(v) && v > 0);
-  }
-  EXPECT_EQ(bad_scales, 0) << "row scales not written or not finite";
+  EXPECT_EQ(not_finite_positive(scales), 0) << "row scales not written or not finite";
   DeviceBuffer one_y(N), one_s(4);
   for (int64_t r : kSampleRows) {
     SCOPED_TRACE("row " + std::to_string(r));
