@@ -79,10 +79,20 @@ int64_t not_finite_positive(const std::vector<unsigned char>& bytes) {
 
 constexpr int64_t kLargeCols = 4096;
 constexpr int64_t kLargeRows = (int64_t{1} << 31) / kLargeCols + 3;  // 2^31 + 12288 elements
-// Rows compared: the first, the last, both sides of the row where the element
-// index passes 2^31, and a spread.
-const int64_t kSampleRows[] = {0, 1, kLargeRows / 3, kLargeRows / 2 - 1, kLargeRows / 2, kLargeRows / 2 + 1,
-                               2 * kLargeRows / 3, kLargeRows - 2, kLargeRows - 1};
+// Rows compared: the first, the last, both sides of the row where a 16-bit
+// buffer's byte offset passes 2^31 (262144) and of the row where the element
+// index does (524288, which a one-byte y's byte offset passes too), and a spread.
+constexpr int64_t kRowAt2Pow31Elements = (int64_t{1} << 31) / kLargeCols;
+const int64_t kSampleRows[] = {0,
+                               1,
+                               kLargeRows / 3,
+                               kRowAt2Pow31Elements / 2 - 1,
+                               kRowAt2Pow31Elements / 2,
+                               kRowAt2Pow31Elements - 1,
+                               kRowAt2Pow31Elements,
+                               kRowAt2Pow31Elements + 1,
+                               kLargeRows - 2,
+                               kLargeRows - 1};
 
 TEST(Large, MoreThan2Pow31Elements) {
   NK_REQUIRE_GPU();
@@ -185,7 +195,10 @@ TEST(Large, FusedAddRmsNormBeyond2Pow31) {
     }
     EXPECT_EQ(bad_h, 0);
     EXPECT_EQ(bad_y, 0);
-    // The row alone, from the same memory.
+    // The row alone, from the same memory, into poisoned outputs.
+    ASSERT_EQ(cudaMemset(one_ro.data(), 0xFF, N * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(one_y.data(), 0xFF, N * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(one_s.data(), 0xFF, 4), cudaSuccess);
     nktest::AddNormCall alone = call;
     alone.x = dx.data() + off;
     alone.residual = dr.data() + off;
@@ -236,6 +249,8 @@ TEST(Large, PerRowFp8Beyond2Pow31) {
   DeviceBuffer one_y(N), one_s(4);
   for (int64_t r : kSampleRows) {
     SCOPED_TRACE("row " + std::to_string(r));
+    ASSERT_EQ(cudaMemset(one_y.data(), 0x7F, N), cudaSuccess);
+    ASSERT_EQ(cudaMemset(one_s.data(), 0xFF, 4), cudaSuccess);
     nktest::QuantCall alone = call;
     alone.x = dx.data() + static_cast<size_t>(r * N) * 2;
     alone.y = one_y.data();

@@ -409,6 +409,14 @@ TEST(Traps, ConstantRowsAreGuardedByEps) {
           s.cols = n;
           s.rows = 17;
           s.std_lo = s.std_hi = 0;  // every row one value, drawn from the mean's range
+          if (stats == nktest::StatsKind::kWelford) {
+            // Welford's merges of unequal counts leave the fp32 mean a few
+            // ulps off even for a constant row (stats/welford.cuh: y's error
+            // is about half an ulp of the mean over the standard deviation,
+            // here sqrt(eps)): 8 ulps of |x| <= 3, times rstd (316) and w.
+            if (t == DType::kF32) s.y_abs_tolerance = 2e-3;
+            else s.tolerance_scale = 2;
+          }
           nktest::expect_case_ok(s);
         }
       }
