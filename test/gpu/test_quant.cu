@@ -206,6 +206,19 @@ TEST(Quant, EveryFormatBothScalings) {
           c.cols = n;
           check_quant(c);
         }
+        // x in every dtype (weight and bias in x's), at lengths of the
+        // register shapes and of a staged one.
+        for (DType x : {DType::kF16, DType::kF32}) {
+          for (int64_t n : {1, 768, 4099, 20000}) {
+            QuantCase c;
+            c.op = op;
+            c.x = x;
+            c.q = q;
+            c.dynamic = dynamic;
+            c.cols = n;
+            check_quant(c);
+          }
+        }
         // Strided and misaligned x and y (y's rows one byte off and 5 bytes
         // apart beyond N): the checked forms' narrow stores.
         QuantCase c;

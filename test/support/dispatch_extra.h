@@ -56,7 +56,8 @@ struct QuantCall {
   normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
   cudaStream_t stream = nullptr;
 };
-/// kErrorUnsupportedType for combinations the tests do not instantiate.
+/// Every (x, output) pair the library supports is instantiated (dispatch_quant.cu,
+/// dispatch_quant_more.cu); kErrorUnsupportedType for any other value.
 normkit::Status launch_quant(const QuantCall& c);
 /// The plan launch_quant(c) would run (its may_pair: whether the paired form may run).
 normkit::Status plan_quant(const QuantCall& c, normkit::LaunchPlan* plan);

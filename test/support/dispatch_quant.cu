@@ -1,8 +1,7 @@
 // Instantiations of the quantizing launchers used by the tests: every output
-// format and both scalings for bf16 x; e4m3 for half and float x.
-#include <normkit/quantize.cuh>
-
-#include "dispatch_extra.h"
+// format and both scalings for bf16 x; e4m3 for half and float x, int8 for
+// float x (the other pairs: dispatch_quant_more.cu).
+#include "dispatch_quant_run.h"
 
 namespace nktest {
 
@@ -16,34 +15,8 @@ const char* qtype_name(QType q) {
 }
 
 namespace {
+using quant_detail::run;
 
-/// Launches c, or with plan != nullptr only plans it.
-template <class X, class Q>
-normkit::Status run(const QuantCall& c, normkit::LaunchPlan* plan) {
-  normkit::LaunchOptions opt;
-  opt.shape = c.shape;
-  opt.pairing = c.pairing;
-  opt.launched = c.launched;
-  // The fields both argument structs share; LayerNorm's bias after.
-  auto fill = [&](auto& a) {
-    fill_shared_args<X, Q, X>(a, c);
-    a.static_scale = c.static_scale;
-    a.row_scales = c.row_scales;
-  };
-  if (c.op == Op::kRmsNorm) {
-    normkit::RmsNormQuantArgs<X, Q, X> a;
-    fill(a);
-    return plan ? normkit::rms_norm_quant_plan(a, plan, opt) : normkit::rms_norm_quant_forward(a, c.stream, opt);
-  }
-  normkit::LayerNormQuantArgs<X, Q, X> a;
-  fill(a);
-  a.bias = static_cast<const X*>(c.bias);
-  return plan ? normkit::layer_norm_quant_plan(a, plan, opt) : normkit::layer_norm_quant_forward(a, c.stream, opt);
-}
-
-}  // namespace
-
-namespace {
 normkit::Status dispatch(const QuantCall& c, normkit::LaunchPlan* plan) {
   if (c.x_type == DType::kBF16) {
     switch (c.q_type) {
@@ -59,7 +32,7 @@ normkit::Status dispatch(const QuantCall& c, normkit::LaunchPlan* plan) {
   // fp32 x to int8: four values a slot, one packed word (the rolled rows' and
   // the int8 rounding's narrowest slot).
   if (c.q_type == QType::kInt8 && c.x_type == DType::kF32) return run<float, int8_t>(c, plan);
-  return normkit::Status::kErrorUnsupportedType;
+  return quant_detail::dispatch_more(c, plan);
 }
 }  // namespace
 
