@@ -198,18 +198,12 @@ TEST(Quant, EveryFormatBothScalings) {
   for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
     for (QType q : {QType::kE4M3, QType::kE5M2, QType::kInt8}) {
       for (bool dynamic : {false, true}) {
-        for (int64_t n : {1, 100, 768, 4096, 4099, 20000}) {
-          QuantCase c;
-          c.op = op;
-          c.q = q;
-          c.dynamic = dynamic;
-          c.cols = n;
-          check_quant(c);
-        }
-        // x in every dtype (weight and bias in x's), at lengths of the
-        // register shapes and of a staged one.
-        for (DType x : {DType::kF16, DType::kF32}) {
-          for (int64_t n : {1, 768, 4099, 20000}) {
+        // x in every dtype (weight and bias in x's; bf16 at more lengths),
+        // at lengths of the register shapes and of a staged one.
+        for (DType x : {DType::kBF16, DType::kF16, DType::kF32}) {
+          const std::vector<int64_t> lengths = x == DType::kBF16 ? std::vector<int64_t>{1, 100, 768, 4096, 4099, 20000}
+                                                                 : std::vector<int64_t>{1, 768, 4099, 20000};
+          for (int64_t n : lengths) {
             QuantCase c;
             c.op = op;
             c.x = x;
