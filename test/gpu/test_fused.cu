@@ -38,12 +38,6 @@ std::string describe(const FusedCase& c) {
          (c.stats ? "" : " no_stats");
 }
 
-std::vector<unsigned char> download_bytes(const DeviceBuffer& b, size_t bytes) {
-  std::vector<unsigned char> h(bytes);
-  EXPECT_EQ(cudaMemcpy(h.data(), b.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  return h;
-}
-
 /// Runs one case and checks it; `ran`, if given, receives the plan that ran.
 void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   SCOPED_TRACE(describe(c));
@@ -133,8 +127,8 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
   EXPECT_EQ(touched, 0);
   if (!c.in_place) {
     // Out of place, x and the residual are read only.
-    EXPECT_TRUE(download_bytes(dx, bytes) == hx) << "x changed, seed " << seed;
-    EXPECT_TRUE(download_bytes(dr, bytes) == hr) << "the residual changed, seed " << seed;
+    EXPECT_TRUE(nktest::download(dx.data(), bytes) == hx) << "x changed, seed " << seed;
+    EXPECT_TRUE(nktest::download(dr.data(), bytes) == hr) << "the residual changed, seed " << seed;
   }
   // The statistics' buffers: their guards always, mean for RMSNorm (which
   // has none) and both when not asked for keep the poison.
@@ -169,11 +163,10 @@ void check_fused(const FusedCase& c, normkit::LaunchPlan* ran_out = nullptr) {
       float got_mean, got_rstd;
       std::memcpy(&got_mean, &gm[r * 4], 4);
       std::memcpy(&got_rstd, &gs[r * 4], 4);
-      const double mean_bound = 4e-6 * (std::fabs(ref.mean) + 1.0 / ref.rstd) + 1e-7;
-      if (c.op == Op::kLayerNorm && !(std::fabs(got_mean - ref.mean) <= mean_bound) && bad_stats++ == 0) {
+      if (c.op == Op::kLayerNorm && !nktest::mean_within(ref, got_mean) && bad_stats++ == 0) {
         ADD_FAILURE() << "mean row " << r << ": got " << got_mean << " want " << ref.mean << " seed " << seed;
       }
-      if (!(std::fabs(got_rstd - ref.rstd) <= 3e-5 * ref.rstd) && bad_stats++ == 0) {
+      if (!nktest::rstd_within(ref, got_rstd) && bad_stats++ == 0) {
         ADD_FAILURE() << "rstd row " << r << ": got " << got_rstd << " want " << ref.rstd << " seed " << seed;
       }
     }

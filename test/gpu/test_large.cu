@@ -19,11 +19,13 @@ namespace {
 using nktest::CaseSpec;
 using nktest::DeviceBuffer;
 using nktest::DType;
+using nktest::download;
 using normkit::Shape;
 
 // Rows of bf16 bits made on the device (2^31 elements are slow to make and
 // copy from the host): row r's values are a mean of its own (non-zero, from
-// r) plus noise from a hash of the element's index and a salt.
+// r) plus noise from a hash of the element's index and a salt (from a fresh
+// seed each run).
 __global__ void fill_bf16_rows(uint16_t* p, int64_t rows, int64_t cols, uint32_t salt) {
   const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
@@ -57,12 +59,6 @@ unsigned long long poisoned(const void* p, int64_t n, T poison) {
   unsigned long long host = ~0ull;
   EXPECT_EQ(cudaMemcpy(&host, count.data(), sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
   return host;
-}
-
-std::vector<unsigned char> download(const void* p, size_t bytes) {
-  std::vector<unsigned char> h(bytes);
-  EXPECT_EQ(cudaMemcpy(h.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  return h;
 }
 
 // How many of the floats in `bytes` (a statistic or scale per row, poisoned
@@ -145,9 +141,11 @@ TEST(Large, FusedAddRmsNormBeyond2Pow31) {
   const int64_t M = kLargeRows, N = kLargeCols;
   const size_t bytes = static_cast<size_t>(M * N) * 2;
   DeviceBuffer dx(bytes), dr(bytes), dro(bytes), dy(bytes), dw(N * 2), ds(M * 4);
-  fill_bf16_rows<<<1024, 256>>>(reinterpret_cast<uint16_t*>(dx.data()), M, N, 0x1234u);
-  fill_bf16_rows<<<1024, 256>>>(reinterpret_cast<uint16_t*>(dr.data()), M, N, 0xBEEFu);
-  fill_bf16_rows<<<64, 256>>>(reinterpret_cast<uint16_t*>(dw.data()), 1, N, 0x77u);
+  const uint64_t seed = nktest::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  fill_bf16_rows<<<1024, 256>>>(reinterpret_cast<uint16_t*>(dx.data()), M, N, static_cast<uint32_t>(seed));
+  fill_bf16_rows<<<1024, 256>>>(reinterpret_cast<uint16_t*>(dr.data()), M, N, static_cast<uint32_t>(seed >> 32));
+  fill_bf16_rows<<<64, 256>>>(reinterpret_cast<uint16_t*>(dw.data()), 1, N, static_cast<uint32_t>(seed) ^ 0x77u);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_EQ(cudaMemset(dro.data(), 0xFF, bytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(dy.data(), 0xFF, bytes), cudaSuccess);
@@ -226,8 +224,10 @@ TEST(Large, PerRowFp8Beyond2Pow31) {
   if (free_bytes < 8ull * (1ull << 30)) GTEST_SKIP() << "needs about 6.5 GiB of device memory";
   const int64_t M = kLargeRows, N = kLargeCols;
   DeviceBuffer dx(static_cast<size_t>(M * N) * 2), dy(static_cast<size_t>(M * N)), dw(N * 2), ds(M * 4);
-  fill_bf16_rows<<<1024, 256>>>(reinterpret_cast<uint16_t*>(dx.data()), M, N, 0x4321u);
-  fill_bf16_rows<<<64, 256>>>(reinterpret_cast<uint16_t*>(dw.data()), 1, N, 0x99u);
+  const uint64_t seed = nktest::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  fill_bf16_rows<<<1024, 256>>>(reinterpret_cast<uint16_t*>(dx.data()), M, N, static_cast<uint32_t>(seed));
+  fill_bf16_rows<<<64, 256>>>(reinterpret_cast<uint16_t*>(dw.data()), 1, N, static_cast<uint32_t>(seed >> 32));
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_EQ(cudaMemset(dy.data(), 0x7F, static_cast<size_t>(M * N)), cudaSuccess);
   ASSERT_EQ(cudaMemset(ds.data(), 0xFF, M * 4), cudaSuccess);

@@ -134,6 +134,14 @@ Tolerance output_tolerance(DType y) {
   return {0, 0};
 }
 
+bool mean_within(const RowReference& ref, double got, double scale) {
+  return std::fabs(got - ref.mean) <= (4e-6 * (std::fabs(ref.mean) + 1.0 / ref.rstd) + 1e-7) * scale;
+}
+
+bool rstd_within(const RowReference& ref, double got, double scale) {
+  return std::fabs(got - ref.rstd) <= 3e-5 * ref.rstd * scale;
+}
+
 RowReference reference_row(Op op, const double* x, int64_t n, double eps) {
   RowReference r;
   if (op == Op::kLayerNorm) {
@@ -358,15 +366,12 @@ CaseResult run_case(const CaseSpec& s) {
       float gm, gr;
       std::memcpy(&gm, &hmean[r * 4], 4);
       std::memcpy(&gr, &hrstd[r * 4], 4);
-      const double sd = 1.0 / ref.rstd;
-      const double mean_bound = (4e-6 * (std::fabs(ref.mean) + sd) + 1e-7) * s.tolerance_scale;
-      const double rstd_bound = 3e-5 * ref.rstd * s.tolerance_scale;
-      if (ln && !(std::fabs(gm - ref.mean) <= mean_bound)) {
+      if (ln && !mean_within(ref, gm, s.tolerance_scale)) {
         if (f.bad_stats++ == 0) {
           f.note("row " + std::to_string(r) + ": mean " + std::to_string(gm) + " want " + std::to_string(ref.mean));
         }
       }
-      if (!(std::fabs(gr - ref.rstd) <= rstd_bound)) {
+      if (!rstd_within(ref, gr, s.tolerance_scale)) {
         if (f.bad_stats++ == 0) {
           f.note("row " + std::to_string(r) + ": rstd " + std::to_string(gr) + " want " + std::to_string(ref.rstd));
         }

@@ -92,6 +92,11 @@ struct RowReference {
 };
 RowReference reference_row(Op op, const double* x, int64_t n, double eps);
 
+/// Whether a kernel's fp32 mean and rstd of a row are within the bounds every
+/// test holds them to (run_case, the fused adds' check), `scale` times wider.
+bool mean_within(const RowReference& ref, double got, double scale = 1.0);
+bool rstd_within(const RowReference& ref, double got, double scale = 1.0);
+
 /// One GPU test case: shapes, strides, alignment, dtypes and options.
 struct CaseSpec {
   Op op = Op::kLayerNorm;
@@ -128,6 +133,14 @@ struct CaseResult {
 
 std::string describe(const CaseSpec& s);
 CaseResult run_case(const CaseSpec& s);
+
+/// `bytes` bytes of device memory from p, copied to the host (zeros, and a
+/// test failure, if the copy fails). Inline, as expect_case_ok below.
+inline std::vector<unsigned char> download(const void* p, size_t bytes) {
+  std::vector<unsigned char> h(bytes);
+  EXPECT_EQ(cudaMemcpy(h.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
 
 /// gtest assertion helper: runs the case and reports everything on failure.
 /// Inline, so the gtest state it reports to is the test executable's own.
