@@ -6,7 +6,8 @@
 # harness objects are compiled once per OUTDIR and shared by its variants.
 #
 #   bash bench/slim.sh TREE OUTDIR NAME "DEFINES" op_unit...
-#   e.g. bash bench/slim.sh . carry/slim st8 "-DNORMKIT_EXP_STAGGER=8" rms_norm_bf16 add_rms_norm_bf16
+#   e.g. bash bench/slim.sh ../exp carry/slim exp "-DNORMKIT_EXP_SOMETHING" rms_norm_bf16 add_rms_norm_bf16
+# (libbenchmark is looked for where Debian and Ubuntu install it.)
 #
 # Writes OUTDIR/NAME (the binary) and copies libbenchmark (under its soname)
 # beside it; run it there with LD_LIBRARY_PATH=OUTDIR.
