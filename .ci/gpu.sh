@@ -79,7 +79,8 @@ run_gtest() {  # tool binary totals_file [shard shards]
     # memcheck still runs the large test (its 64-bit offsets are the point).
     local exclude=-Launch.FailedLaunchIsReported
     [ "$tool" = racecheck ] && exclude="$exclude:Large.MoreThan2Pow31Elements"
-    NKTEST_QUICK=1 timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    # Racecheck also narrows test_gpu_row_counter to one layout and batch.
+    NKTEST_QUICK=1 NKTEST_RACECHECK=$([ "$tool" = racecheck ] && echo 1 || echo 0) timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 \
       --print-limit 20 "$bin" --gtest_brief=0 --gtest_filter="$exclude" >"$log" 2>&1
   fi
   rc=$?
@@ -156,6 +157,7 @@ if [ ${#tools[@]} -gt 0 ]; then
         test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 6 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)
+        test_gpu_row_counter) shards=3 ;;  # one test a shard: rows of 131072-262144 in clusters
         *) shards=1 ;;
       esac
       for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done

@@ -141,13 +141,14 @@ class Normkit:
         lib.normkit_rms_norm_quant_shape.argtypes = [i32, i32, i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_gemma_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
         lib.normkit_rms_norm_gemma_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_set_row_counter.argtypes = [p]
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
         for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
                   "normkit_add_layer_norm_fwd", "normkit_layer_norm_shape",
                   "normkit_rms_norm_shape", "normkit_add_rms_norm_shape", "normkit_add_layer_norm_shape",
                   "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape",
-                  "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape"):
+                  "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape", "normkit_set_row_counter"):
             getattr(lib, f).restype = i32
         self._lib = lib
         self._shape_fns = {"layer_norm": lib.normkit_layer_norm_shape, "rms_norm": lib.normkit_rms_norm_shape,
@@ -155,6 +156,12 @@ class Normkit:
                            "add_layer_norm": lib.normkit_add_layer_norm_shape,
                            "add_rms_norm_inplace": lib.normkit_add_rms_norm_shape,
                            "rms_norm_gemma": lib.normkit_rms_norm_gemma_shape}
+
+    def use_row_counter(self):
+        """Every later call passes a row counter (LaunchOptions::row_counter), as a caller after the fastest
+        cluster rows would: two zeroed int32 words on the current device, which each call leaves zero."""
+        self._row_counter = torch.zeros(2, dtype=torch.int32, device="cuda")
+        self._check(self._lib.normkit_set_row_counter(self._row_counter.data_ptr()), "set_row_counter")
 
     def _check(self, rc, what):
         if rc != 0:
@@ -780,6 +787,9 @@ def main():
                     help="how the L2 is flushed before each timed large-batch call: 'write', triton's do_bench "
                          "(zeroes a 256 MB buffer: the call starts with dirty lines to write back; the default), "
                          "or 'read', normkit_bench's (reads a buffer of 2x the L2: clean lines)")
+    ap.add_argument("--no-row-counter", action="store_true",
+                    help="call normkit without LaunchOptions::row_counter (rows split across a cluster then run "
+                         "at a fixed stride)")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()
 
@@ -790,6 +800,8 @@ def main():
     if unknown:
         sys.exit(f"compare_pytorch.py: unknown op(s) {','.join(unknown)}; known: {','.join(EPS)}")
     lib = Normkit(args.lib)
+    if not args.no_row_counter:
+        lib.use_row_counter()
     dtypes = ["bf16"] if args.quick else args.dtypes.split(",")
     torch.manual_seed(0)
     t_start = time.time()
@@ -832,7 +844,8 @@ def main():
                 small.append(runner(op)(op, "bf16", m, SMALL_N, lib, args, time_graph_us))
 
     gpu = torch.cuda.get_device_name()
-    print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}")
+    print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}"
+          + (" (normkit without a row counter)" if args.no_row_counter else " (normkit with a row counter)"))
     print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for the add_* ops "
           "(x + residual + residual_out + y + weight (+ bias) bytes) / time, for the quantized ops "
           "(x + 1-byte y + per-row scales + weight bytes) / time; nk x: peer time / normkit time; copy: TB/s of a "
@@ -850,7 +863,7 @@ def main():
 
     if args.out:
         meta = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__, "mib": args.mib, "flush": args.flush,
-                "graph_calls": GRAPH_CALLS, "graph_samples": GRAPH_SAMPLES}
+                "graph_calls": GRAPH_CALLS, "graph_samples": GRAPH_SAMPLES, "row_counter": not args.no_row_counter}
         with open(args.out, "w") as f:
             json.dump({"meta": meta, "large": large, "small_batch": small}, f, indent=1)
     if any(not c["ok"] for r in large + small for c in r["checks"].values()):

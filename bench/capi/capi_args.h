@@ -2,9 +2,25 @@
 // untyped pointers (normkit_capi.cu, normkit_capi_variants.cu).
 #pragma once
 
+#include <normkit/launch/launcher.cuh>
+
 #include <cstdint>
 
 namespace nkcapi {
+
+/// The row counter every forward passes (normkit_set_row_counter), or null.
+/// One for the process: the comparison runs one call at a time on one stream.
+inline uint32_t*& row_counter() {
+  static uint32_t* counter = nullptr;
+  return counter;
+}
+
+/// The options every forward passes.
+inline normkit::LaunchOptions options() {
+  normkit::LaunchOptions o;
+  o.row_counter = row_counter();
+  return o;
+}
 
 /// Args with the fields every normkit argument struct has set: x and y (cast
 /// to the struct's own pointer types), rows, cols and eps; the caller sets the rest.

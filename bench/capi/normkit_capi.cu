@@ -95,7 +95,7 @@ int normkit_layer_norm_fwd(int dtype, const void* x, void* y, const void* weight
   return static_cast<int>(with_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     return normkit::layer_norm_forward(layer_norm_args<T>(x, y, weight, bias, mean, rstd, rows, cols, eps),
-                                       static_cast<cudaStream_t>(stream));
+                                       static_cast<cudaStream_t>(stream), nkcapi::options());
   }));
 }
 
@@ -104,7 +104,7 @@ int normkit_rms_norm_fwd(int dtype, const void* x, void* y, const void* weight, 
   return static_cast<int>(with_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     return normkit::rms_norm_forward(rms_norm_args<T>(x, y, weight, rstd, rows, cols, eps),
-                                     static_cast<cudaStream_t>(stream));
+                                     static_cast<cudaStream_t>(stream), nkcapi::options());
   }));
 }
 
@@ -114,7 +114,7 @@ int normkit_add_rms_norm_fwd(int dtype, const void* x, const void* residual, voi
     using T = decltype(tag);
     return normkit::add_rms_norm_forward(
         add_rms_norm_args<T>(x, residual, residual_out, y, w, rstd, rows, cols, eps),
-        static_cast<cudaStream_t>(stream));
+        static_cast<cudaStream_t>(stream), nkcapi::options());
   }));
 }
 
@@ -124,7 +124,7 @@ int normkit_add_layer_norm_fwd(int dtype, const void* x, const void* residual, v
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
   return static_cast<int>(normkit::add_layer_norm_forward(
       add_layer_norm_args(x, residual, residual_out, y, w, b, mean, rstd, rows, cols, eps),
-      static_cast<cudaStream_t>(stream)));
+      static_cast<cudaStream_t>(stream), nkcapi::options()));
 }
 
 int normkit_layer_norm_shape(int dtype, int64_t cols, const char** shape_name) {
@@ -168,6 +168,14 @@ int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_nam
       add_layer_norm_args(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-5f), &p);
   if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
   return static_cast<int>(s);
+}
+
+int normkit_set_row_counter(void* counter) {
+  if (reinterpret_cast<uintptr_t>(counter) % alignof(uint32_t) != 0) {
+    return static_cast<int>(Status::kErrorInvalidWorkspace);
+  }
+  nkcapi::row_counter() = static_cast<uint32_t*>(counter);
+  return 0;
 }
 
 const char* normkit_status_string(int status) { return normkit::status_string(static_cast<Status>(status)); }

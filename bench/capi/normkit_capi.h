@@ -101,6 +101,12 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_gemma_shape(int dtype, int64_t cols, co
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols,
                                                      const char** shape_name);
 
+/* The row counter every later forward passes (normkit::LaunchOptions::row_counter:
+ * two 32-bit words of device memory, zero, used by one stream only; each call
+ * leaves them zero), or NULL for none. Not 4-byte aligned: the status
+ * kErrorInvalidWorkspace, and the counter in use stays. */
+NORMKIT_CAPI_EXPORT int normkit_set_row_counter(void* counter);
+
 /* A short English description of a status value. */
 NORMKIT_CAPI_EXPORT const char* normkit_status_string(int status);
 

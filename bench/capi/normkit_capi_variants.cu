@@ -64,7 +64,7 @@ int normkit_rms_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q, c
   return static_cast<int>(with_qtype(qtype, [&](auto tag) {
     using Q = decltype(tag);
     return normkit::rms_norm_quant_forward(quant_args<Q>(x, y_q, weight, static_scale, row_scales, rows, cols, eps),
-                                           static_cast<cudaStream_t>(stream));
+                                           static_cast<cudaStream_t>(stream), nkcapi::options());
   }));
 }
 
@@ -78,7 +78,8 @@ int normkit_rms_norm_gemma_fwd(int dtype, const void* x, void* y, const void* we
                                int64_t cols, float eps, void* stream) {
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
   return static_cast<int>(
-      GemmaRmsNorm::forward(gemma_args(x, y, weight, rstd, rows, cols, eps), static_cast<cudaStream_t>(stream)));
+      GemmaRmsNorm::forward(gemma_args(x, y, weight, rstd, rows, cols, eps), static_cast<cudaStream_t>(stream),
+                            nkcapi::options()));
 }
 
 int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols, const char** shape_name) {

@@ -1,6 +1,9 @@
 // bench/src/cases.cu: see cases.hpp.
 #include "cases.hpp"
 
+#include <cstdlib>
+#include <string>
+
 #include "cuda_check.hpp"
 
 namespace nkbench {
@@ -15,12 +18,29 @@ void set_timing_counters(benchmark::State& state, const Timing& t, double bytes)
   state.counters["spread"] = (t.max_s - t.min_s) / t.median_s;
 }
 
+/// The row counter every call gets (LaunchOptions::row_counter, what a
+/// caller after the fastest cluster rows passes: docs/performance.md, change
+/// 130); NORMKIT_BENCH_ROW_COUNTER=0 runs without one (the fixed stride), for
+/// A/B runs. Allocated once, zero; each call leaves it zero.
+uint32_t* bench_row_counter() {
+  static uint32_t* const counter = [] {
+    const char* env = std::getenv("NORMKIT_BENCH_ROW_COUNTER");
+    if (env != nullptr && std::string(env) == "0") return static_cast<uint32_t*>(nullptr);
+    void* p = nullptr;
+    check(cudaMalloc(&p, 2 * sizeof(uint32_t)), "cudaMalloc (row counter)");
+    check(cudaMemset(p, 0, 2 * sizeof(uint32_t)), "cudaMemset (row counter)");
+    return static_cast<uint32_t*>(p);
+  }();
+  return counter;
+}
+
 }  // namespace
 
 void run_norm_case(benchmark::State& state, const NormCase& c) {
   for (auto _ : state) {
     try {
-      const normkit::LaunchOptions opts{c.shape};
+      normkit::LaunchOptions opts{c.shape};
+      opts.row_counter = bench_row_counter();
       normkit::LaunchPlan plan;
       check(c.op->plan(c.cols, opts, &plan), "normkit plan");
       OpInstance inst = c.op->setup(c.rows, c.cols, c.input_offset);
@@ -34,6 +54,7 @@ void run_norm_case(benchmark::State& state, const NormCase& c) {
       set_timing_counters(state, t, static_cast<double>(bytes));
       state.counters["copy_TBps"] = ceiling;
       state.counters["copy_share"] = state.counters["TBps"].value / ceiling;
+      state.counters["row_counter"] = opts.row_counter != nullptr ? 1 : 0;
       state.SetLabel(normkit::shape_name(plan.shape));
     } catch (const BenchError& e) {
       state.SkipWithError(e.what());

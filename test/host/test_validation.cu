@@ -35,7 +35,7 @@ NormCall valid_call(Op op = Op::kLayerNorm) {
 }
 
 TEST(Validation, StatusStringsAreDistinct) {
-  for (int i = 0; i <= static_cast<int>(Status::kErrorCuda); ++i) {
+  for (int i = 0; i <= static_cast<int>(Status::kErrorInvalidWorkspace); ++i) {
     for (int j = 0; j < i; ++j) {
       EXPECT_STRNE(normkit::status_string(static_cast<Status>(i)), normkit::status_string(static_cast<Status>(j)));
     }
@@ -50,6 +50,18 @@ TEST(Validation, NullRequiredPointers) {
     c = valid_call(op);
     c.y = nullptr;
     EXPECT_EQ(nktest::launch(c), Status::kErrorNullPointer);
+  }
+}
+
+TEST(Validation, MisalignedRowCounter) {
+  // LaunchOptions::row_counter must hold 32-bit words: refused before any
+  // CUDA call, however the rows would be scheduled.
+  for (Op op : {Op::kLayerNorm, Op::kRmsNorm}) {
+    NormCall c = valid_call(op);
+    c.row_counter = static_cast<uint32_t*>(fake(0x700002));
+    EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
+    c.cols = 262144;  // rows a cluster splits, where the counter is used
+    EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
   }
 }
 

@@ -50,6 +50,7 @@ struct NormCall {
   float eps = 1e-5f;
   normkit::Shape shape = normkit::Shape::kAuto;
   normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
+  uint32_t* row_counter = nullptr;          ///< LaunchOptions::row_counter
   cudaStream_t stream = nullptr;
 };
 

@@ -15,6 +15,7 @@ normkit::Status launch_typed(const NormCall& c, normkit::LaunchPlan* plan_only) 
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
   opt.launched = c.launched;
+  opt.row_counter = c.row_counter;
   if (c.op == Op::kLayerNorm) {
     normkit::LayerNormArgs<X, Y, W> a;
     fill_shared_args<X, Y, W>(a, c);

@@ -29,6 +29,7 @@ struct AddNormCall {
   float eps = 1e-6f;
   normkit::Shape shape = normkit::Shape::kAuto;
   normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
+  uint32_t* row_counter = nullptr;          ///< LaunchOptions::row_counter
   cudaStream_t stream = nullptr;
 };
 normkit::Status launch_add_norm(const AddNormCall& c);
@@ -54,6 +55,7 @@ struct QuantCall {
   normkit::Shape shape = normkit::Shape::kAuto;
   normkit::LanePairing pairing = normkit::LanePairing::kAuto;
   normkit::LaunchPlan* launched = nullptr;  ///< LaunchOptions::launched
+  uint32_t* row_counter = nullptr;          ///< LaunchOptions::row_counter
   cudaStream_t stream = nullptr;
 };
 /// Every (x, output) pair the library supports is instantiated (dispatch_quant.cu,

@@ -12,6 +12,7 @@ normkit::Status run(const AddNormCall& c, normkit::LaunchPlan* plan) {
   normkit::LaunchOptions opt;
   opt.shape = c.shape;
   opt.launched = c.launched;
+  opt.row_counter = c.row_counter;
   // The fields both argument structs share; LayerNorm's bias and mean after.
   auto fill = [&](auto& a) {
     fill_shared_args<T, T, W>(a, c);

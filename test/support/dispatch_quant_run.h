@@ -18,6 +18,7 @@ inline normkit::Status run(const QuantCall& c, normkit::LaunchPlan* plan) {
   opt.shape = c.shape;
   opt.pairing = c.pairing;
   opt.launched = c.launched;
+  opt.row_counter = c.row_counter;
   // The fields both argument structs share; LayerNorm's bias after.
   auto fill = [&](auto& a) {
     fill_shared_args<X, Q, X>(a, c);

@@ -173,6 +173,7 @@ std::string describe(const CaseSpec& s) {
   if (!s.bias) o << " no_bias";
   if (!s.stats_out) o << " no_stats";
   if (s.nan_row >= 0) o << " nan_row=" << s.nan_row;
+  if (s.row_counter) o << " row_counter";
   o << " eps=" << s.eps << " mean~[" << s.mean_lo << "," << s.mean_hi << "] std~[" << s.std_lo << "," << s.std_hi
     << "]";
   return o.str();
@@ -291,12 +292,26 @@ CaseResult run_case(const CaseSpec& s) {
   call.y_stride = s.in_place ? call.x_stride : (s.y_stride < 0 ? normkit::kContiguous : s.y_stride);
   call.eps = s.eps;
   call.shape = s.shape;
+  DeviceBuffer counter(s.row_counter ? 2 * sizeof(uint32_t) : 0);
+  if (s.row_counter) {
+    check(cudaMemset(counter.data(), 0, counter.size()), "zero the row counter");
+    call.row_counter = reinterpret_cast<uint32_t*>(counter.data());
+  }
   (void)plan(call, &res.plan);
   call.launched = &res.plan;
   res.status = launch(call);
   if (res.status != normkit::Status::kSuccess) return res;
   check(cudaDeviceSynchronize(), "kernel execution");
   check(cudaGetLastError(), "kernel execution");
+  if (s.row_counter) {
+    // The call leaves its counter as it found it (LaunchOptions::row_counter).
+    uint32_t words[2] = {1, 1};
+    check(cudaMemcpy(words, counter.data(), sizeof words, cudaMemcpyDeviceToHost), "download the row counter");
+    if ((words[0] != 0 || words[1] != 0) && res.first_failure.empty()) {
+      res.first_failure = "the row counter was left at " + std::to_string(words[0]) + ", " + std::to_string(words[1]);
+      res.bad_y = std::max<int64_t>(res.bad_y, 1);
+    }
+  }
 
   std::vector<unsigned char> hy(y_bytes), hmean(stats_bytes), hrstd(stats_bytes);
   check(cudaMemcpy(hy.data(), s.in_place ? dx.data() : dy.data(), y_bytes, cudaMemcpyDeviceToHost), "download y");

@@ -115,6 +115,7 @@ struct CaseSpec {
   int64_t sample_rows = 0;           ///< > 0: compare only this many spread rows (huge tensors); all rows checked written
   double tolerance_scale = 1.0;
   double y_abs_tolerance = -1;       ///< >= 0: use this absolute bound on y instead of the dtype tolerance
+  bool row_counter = false;          ///< pass a zeroed LaunchOptions::row_counter; check it is zero after
   uint64_t seed = 0;                 ///< 0: fresh
 };
 

@@ -13,6 +13,12 @@
 // CTA's partial of the one before), and a CTA sends its next partial only
 // after the block reduction's barrier, so after all its threads have read the
 // phase before. With a cluster of one CTA this is exactly the block reduction.
+//
+// A reduction can also carry one 32-bit word from rank 0's thread 0 to every
+// thread of the cluster (carry_with_next, carried), in the last word of rank
+// 0's slot, which values of at most 12 bytes leave free: the row schedule's
+// tickets ride with a row's first reduction (kernel/row_schedule.cuh), at no
+// cost in synchronization.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -78,9 +84,21 @@ class ClusterAllReduce {
   NORMKIT_DEVICE unsigned size() const { return size_; }
   NORMKIT_DEVICE unsigned rank() const { return rank_; }
 
+  /// Every thread of the CTA: the next reduction carries `word` (the value
+  /// of rank 0's thread 0; the others' are ignored) to every thread of the
+  /// cluster, which carried() returns after it. Clusters of one CTA carry
+  /// nothing (there is no exchange): callers keep their own value then.
+  NORMKIT_DEVICE void carry_with_next(uint32_t word) {
+    carrying_ = true;
+    word_ = word;
+  }
+  NORMKIT_DEVICE uint32_t carried() const { return word_; }
+
   template <class T, class Op>
   NORMKIT_DEVICE T all_reduce(T v, Op op) {
-    static_assert(sizeof(T) <= kSlotBytes, "normkit::ClusterAllReduce: values are limited to 16 bytes");
+    static_assert(sizeof(T) <= kSlotBytes - 4,
+                  "normkit::ClusterAllReduce: values are limited to 12 bytes (the slot's last word carries "
+                  "carry_with_next's word)");
     v = block_.all_reduce(v, op);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (size_ > 1) {
@@ -93,6 +111,7 @@ class ClusterAllReduce {
       if (threadIdx.x == 0) {
         uint32_t words[kSlotBytes / 4] = {0, 0, 0, 0};
         memcpy(words, &v, sizeof(T));
+        if (carrying_) words[kSlotBytes / 4 - 1] = word_;
         const uint32_t slot = detail::smem_address(storage_.partials[phase][rank_]);
         // This CTA expects one slot from every rank, then sends its own.
         detail::mbarrier_arrive_expect_tx(&storage_.arrived[phase], static_cast<uint32_t>(size_ * kSlotBytes));
@@ -114,6 +133,10 @@ class ClusterAllReduce {
             "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
             " selp.u32 %0, 1, 0, ready;\n}" : "=r"(done) : "r"(arrived), "r"(parity) : "memory");
       } while (!done);
+      if (carrying_) {
+        memcpy(&word_, storage_.partials[phase][0] + kSlotBytes - 4, 4);
+        carrying_ = false;
+      }
       T acc;
       memcpy(&acc, storage_.partials[phase][0], sizeof(T));
 #pragma unroll 1
@@ -142,6 +165,8 @@ class ClusterAllReduce {
   unsigned size_;
   unsigned rank_;
   unsigned calls_;  ///< reductions so far: the phase and the parity the next one awaits
+  bool carrying_ = false;  ///< the next reduction carries word_ (carry_with_next)
+  uint32_t word_ = 0;      ///< the word to carry, then the word carried
 };
 
 NORMKIT_NAMESPACE_END

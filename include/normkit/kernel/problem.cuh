@@ -43,6 +43,9 @@ struct Problem {
     int x_access = 0;  ///< widest aligned access to x rows, bytes (set by the launcher)
     int y_access = 0;
     bool whole_access = false;  ///< every row and parameter access is slot-aligned (set by the launcher)
+    /// LaunchOptions::row_counter (set by the launcher): the cluster rows'
+    /// counter (kernel/row_schedule.cuh), or null for a fixed stride.
+    uint32_t* row_counter = nullptr;
     typename Input::Params input{};
     typename Epilogue::Params epilogue{};
     typename Output::Params output{};

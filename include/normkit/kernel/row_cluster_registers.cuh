@@ -26,6 +26,13 @@
 // rows in clusters of 4 or more: change 107). 16-bit add + LayerNorm rows
 // whose parts of 8 slots fill a cluster of 2 hold them split, half in
 // shared memory (kSplitsParts, row_split_part.cuh: change 115).
+//
+// With a caller's counter (LaunchOptions::row_counter), the plain loop's
+// WHOLE form, split parts, the prefetching loop and the ring (in clusters of
+// 4 or more) take their rows from it (row_schedule.cuh: clusters that finish
+// rows first take more of them); the checked plain loop, relayed and rolled
+// rows keep the fixed stride (measured, change 130: the checked loop lost 4
+// points with it at add + RMSNorm; relayed and rolled rows not measured).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +45,7 @@
 #include "row_prefetch.cuh"
 #include "row_relay.cuh"
 #include "row_ring.cuh"
+#include "row_schedule.cuh"
 #include "row_split_part.cuh"
 #include "rows_per_warp.cuh"
 
@@ -164,11 +172,16 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
           p, row, true, col_base, cols, reducer.rank() == 0, lane, TEAM, reducer, v, next);
     }
   } else {
-    for (int64_t row = blockIdx.x / csize; row < p.rows; row += gridDim.x / csize) {
+    // WHOLE rows from the caller's counter, if any (see above).
+    detail::RowSchedule<1> rows(WHOLE ? p.row_counter : nullptr, reducer, blockIdx.x / csize, gridDim.x / csize);
+    for (; rows.row() < p.rows; rows.advance()) {
+      rows.draw(reducer);
       detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
-          p, row, true, col_base, cols, reducer.rank() == 0, threadIdx.x, blockDim.x, reducer);
+          p, rows.row(), true, col_base, cols, reducer.rank() == 0, threadIdx.x, blockDim.x, reducer);
+      rows.learn(reducer);
     }
   }
+  detail::retire_row_counter(p.row_counter, reducer, gridDim.x / csize);
   reducer.finish();
 }
 

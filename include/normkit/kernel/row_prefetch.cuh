@@ -42,6 +42,7 @@
 #include "../io/input.cuh"
 #include "../stats/row_stats.cuh"
 #include "reduction_hook.cuh"
+#include "row_schedule.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -84,7 +85,8 @@ inline constexpr bool kPrefetchesRows =
 
 namespace detail {
 
-/// Rows first, first + stride, ... of p, this CTA's part (columns col_base
+/// Rows first, first + stride, ... of p (or as p.row_counter hands them out:
+/// row_schedule.cuh), this CTA's part (columns col_base
 /// .. col_base + TEAM * VECS * kVec, all valid, every access slot-aligned:
 /// row_cluster_registers' WHOLE form), the first kPrefetchSlots slots of
 /// each read from a ring in `smem` (kernel::prefetch_smem_bytes(TEAM)) that
@@ -125,7 +127,12 @@ NORMKIT_DEVICE void prefetch_rows(const typename Problem::Params& p, int64_t fir
   };
   if (lane == 0) issue(first);
   uint32_t lap = 0;  // the rows this CTA has run: each completes one phase of every mbarrier
-  for (int64_t row = first; row < p.rows; row += stride, ++lap) {
+  // The next row's copies start before this row's first reduction: two rows
+  // ahead (row_schedule.cuh).
+  RowSchedule<2> rows(p.row_counter, reducer, first, stride);
+  for (; rows.row() < p.rows; rows.advance(), ++lap) {
+    const int64_t row = rows.row();
+    rows.draw(reducer);
     Slot v[VECS];
     {
       // The slots past the ring, loaded first, so that they are in flight
@@ -149,7 +156,7 @@ NORMKIT_DEVICE void prefetch_rows(const typename Problem::Params& p, int64_t fir
     // memory model as far as we can tell, but compute-sanitizer's racecheck
     // reported the ring's reads and the next copies as racing, device run
     // 231, as it does not for a handoff that a CTA barrier orders.)
-    const int64_t next = row + stride;
+    const int64_t next = rows.ahead(1);
     auto prefetch_next = [&]() {
       __syncthreads();
       if (lane == 0 && next < p.rows) {
@@ -161,6 +168,7 @@ NORMKIT_DEVICE void prefetch_rows(const typename Problem::Params& p, int64_t fir
     Hooked hooked{reducer, prefetch_next, false};
     normalize_held_part<Problem, VECS, true, Hooked, 1, false>(p, row, true, col_base, part, first_part, lane, TEAM,
                                                                hooked, v);
+    rows.learn(reducer);
   }
 }
 

@@ -39,6 +39,7 @@
 #include "../epilogue/hooks.cuh"
 #include "../stats/row_stats.cuh"
 #include "row_output.cuh"
+#include "row_schedule.cuh"
 #include "row_views.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -57,6 +58,12 @@ inline constexpr int kRingChunkSlots = 2;
 /// many as fit in sm_90's 227 KiB of shared memory with the kernel's reducer
 /// and the ring's mbarriers; 1.75 rows' parts of 8 slots.
 inline constexpr int kRingChunks = 14 / kRingChunkSlots;
+
+/// Smallest cluster whose ring takes its rows from a caller's counter
+/// (LaunchOptions::row_counter): per-row and static fp8 bf16 N = 262144 in
+/// clusters of 4 +2.9 and +2.1 points with it, but 131072 in clusters of 2
+/// level, and -2.3 and -2.6 at M = 512 (docs/performance.md, change 130).
+inline constexpr unsigned kRingCounterMinCluster = 4;
 
 /// Dynamic shared memory of a ring of a CTA of `threads` threads (its chunks
 /// and two mbarriers a chunk).
@@ -162,7 +169,8 @@ struct HeldWeightRowMaxTap {
   }
 };
 
-/// Rows first, first + stride, ... of p, this CTA's part (columns col_base
+/// Rows first, first + stride, ... of p (or as p.row_counter hands them out:
+/// row_schedule.cuh), this CTA's part (columns col_base
 /// .. col_base + TEAM * VECS * kVec, all valid, every access slot-aligned:
 /// row_cluster_registers' WHOLE form) through a ring in `smem`
 /// (ring_smem_bytes(TEAM)). first_part: this CTA writes the rows' statistics
@@ -193,9 +201,15 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + size_t{kChunkBytes} * R);
   uint64_t* empty = full + R;
   if (first >= p.rows) return;  // the launcher starts no more clusters than rows; a guard all the same
-  // The CTA's chunks: VECS a row, in row order (at most 2^32: a CTA runs
-  // fewer than 2^29 rows of at least 2^15 bytes).
-  const uint32_t chunks = static_cast<uint32_t>((p.rows - first + stride - 1) / stride) * CPR;
+  // The CTA's rows: thread 0 copies chunks of the next two rows during a
+  // row's output walk, after its reduction, so two rows ahead
+  // (row_schedule.cuh); from the caller's counter in clusters of at least
+  // kRingCounterMinCluster CTAs. Chunks are numbered in the CTA's sequence
+  // (at most 2^32: a CTA runs fewer than 2^29 rows of at least 2^15 bytes):
+  // chunk c is chunk c % CPR of the CTA's (c / CPR)-th row.
+  RowSchedule<2> rows(reducer.size() >= kernel::kRingCounterMinCluster ? p.row_counter : nullptr, reducer, first,
+                      stride);
+  uint32_t seq = 0;  // the current row's place in the CTA's sequence
   if (lane == 0) {
     for (int j = 0; j < R; ++j) {
       mbarrier_init(full + j, 1);
@@ -207,13 +221,13 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   // Thread 0 copies chunk c into ring slot c % R, once chunk c - R has been
   // freed there (its (c / R - 1)-th release), in sequence order.
   auto issue = [&](uint32_t c) {
-    if (c >= chunks) return;
+    const int64_t row = rows.ahead(static_cast<int>(c / CPR - seq));
+    if (row >= p.rows) return;
     const uint32_t j = c % R;
     if (c >= R) {
       mbarrier_wait_parity(empty + j, (c / R - 1) & 1u);
       fence_proxy_async_shared();  // the warps' reads of the chunk before the copy engine's writes
     }
-    const int64_t row = first + static_cast<int64_t>(c / CPR) * stride;
     const S* src = p.x + row * p.x_stride + col_base + static_cast<int64_t>(c % CPR) * G * TEAM * VEC;
     mbarrier_arrive_expect_tx(full + j, kChunkBytes);
     bulk_copy_to_shared(ring + j * G * TEAM, src, kChunkBytes, full + j);
@@ -239,7 +253,9 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
                 "would see another shift than the other shapes' and give other bits");
   RingPlace<R> place;
   uint32_t c0 = 0;  // the row's first chunk in the CTA's sequence
-  for (int64_t row = first; row < p.rows; row += stride, c0 += CPR, place = place.advanced(CPR)) {
+  for (; rows.row() < p.rows; rows.advance(), ++seq, c0 += CPR, place = place.advanced(CPR)) {
+    const int64_t row = rows.row();
+    rows.draw(reducer);
     const View view{ring + lane, full, place};
     float amax = 0.f;
     RowStats st;
@@ -251,6 +267,7 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
     } else {  // no maximum (change 107): the statistics alone, as the register loop's
       st = Work::Stats::compute(view, reducer, p.cols, p.eps);
     }
+    rows.learn(reducer);  // before the output walk's copies of the row two ahead
     const bool leader = first_part && lane == 0;
     if (leader) store_row_stats(p, row, st);
     const float factor = output_factor<Work, View, Reducer>(p, row, amax, leader, st);

@@ -37,6 +37,7 @@
 #include "../stats/row_stats.cuh"
 #include "row_output.cuh"
 #include "row_views.cuh"
+#include "row_schedule.cuh"
 #include "rows_per_warp.cuh"
 #include "shifted_stores.cuh"
 
@@ -99,7 +100,8 @@ struct SplitPartView {
   }
 };
 
-/// Rows first, first + stride, ... of p, this CTA's part (columns col_base
+/// Rows first, first + stride, ... of p (or as p.row_counter hands them out:
+/// row_schedule.cuh), this CTA's part (columns col_base
 /// .. col_base + TEAM * VECS * kVec, all valid) held split (see above) in
 /// `smem` (kernel::split_part_smem_bytes(TEAM)). WHOLE: every access is
 /// slot-aligned. first_part: this CTA writes the rows' statistics. Every
@@ -127,7 +129,10 @@ NORMKIT_DEVICE void split_part_rows(const typename Problem::Params& p, int64_t f
   Slot* parked = reinterpret_cast<Slot*>(smem) + lane;
   Slot* parked_residual = parked + H * TEAM;
   const auto& q = p.input;
-  for (int64_t row = first; row < p.rows; row += stride) {
+  RowSchedule<1> rows(p.row_counter, reducer, first, stride);  // (row_schedule.cuh)
+  for (; rows.row() < p.rows; rows.advance()) {
+    const int64_t row = rows.row();
+    rows.draw(reducer);
     Slot held[H];
     // (Without cp.async, before sm_80, where no cluster is planned, as the
     // checked form; the same bits.)
@@ -174,6 +179,7 @@ NORMKIT_DEVICE void split_part_rows(const typename Problem::Params& p, int64_t f
       const Slot one[1] = {parked[k * TEAM]};
       store_slots<Problem, 1, WHOLE, kFolds>(p, row, col_base, cols, H + k, lane, TEAM, st, factor, one);
     }
+    rows.learn(reducer);
   }
 }
 

@@ -42,6 +42,18 @@ struct LaunchOptions {
   /// `paired` true only if the paired form ran and `roomy` only if the roomy
   /// form did (for tests and telemetry).
   LaunchPlan* launched = nullptr;
+  /// Optional: two 32-bit words of device memory, zero before the call,
+  /// 4-byte aligned, that no other call in flight uses (one pair per stream
+  /// is enough; a CUDA graph that may run concurrently with itself needs its
+  /// own). The call leaves them zero again, so one cudaMemset at allocation
+  /// serves every later call. With it, rows split across the CTAs of a
+  /// thread-block cluster are handed to the clusters as they finish rows
+  /// (a counter) instead of by a fixed stride, so that clusters the memory
+  /// system serves faster take more rows (docs/performance.md, change 130).
+  /// The results are bitwise the same with or without it; shapes that do not
+  /// split rows across a cluster ignore it. Not 4-byte aligned:
+  /// kErrorInvalidWorkspace.
+  uint32_t* row_counter = nullptr;
 };
 
 namespace detail {
@@ -425,6 +437,10 @@ struct Launcher {
 
   /// Launches validated params (strides resolved, rows > 0).
   static Status run(Params p, const LaunchOptions& opts, cudaStream_t stream) {
+    if (reinterpret_cast<uintptr_t>(opts.row_counter) % alignof(uint32_t) != 0) {
+      return Status::kErrorInvalidWorkspace;
+    }
+    p.row_counter = opts.row_counter;
     int device = 0;
     DeviceCaps caps;
     LaunchPlan lp;

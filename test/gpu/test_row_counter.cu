@@ -1,0 +1,281 @@
+// LaunchOptions::row_counter: rows split across a cluster handed out by a
+// counter (kernel/row_schedule.cuh). A row's computation does not depend on
+// which cluster runs it, so every output must be bitwise what the fixed
+// stride writes (which the other tests hold to a float64 reference), every
+// row must be written (outputs poisoned before each launch), and the call
+// must leave its counter at zero, so that the next call on the stream
+// starts as this one did. Also end to end against the float64 reference.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dispatch.h"
+#include "dispatch_extra.h"
+#include "test_support.h"
+
+namespace {
+
+using normkit::Status;
+using nktest::DeviceBuffer;
+using nktest::DType;
+using nktest::Op;
+
+// NKTEST_RACECHECK=1 (set by .ci/gpu.sh under compute-sanitizer's racecheck).
+bool racecheck_mode() {
+  const char* v = std::getenv("NKTEST_RACECHECK");
+  return v != nullptr && v[0] == '1';
+}
+
+// Batches: one row, fewer rows than resident clusters, and several rounds of
+// them (30-66 clusters at these lengths on an H100 or H200); under
+// compute-sanitizer (quick mode) one row and about a round.
+std::vector<int64_t> batch_sizes() {
+  if (racecheck_mode()) return {37};
+  return nktest::quick_mode() ? std::vector<int64_t>{1, 37} : std::vector<int64_t>{1, 5, 301};
+}
+
+// Layouts (contiguous, in place, strided, misaligned) a test runs: under
+// racecheck, whose shared-memory hazards do not depend on the layout, the
+// first only (the full set ran past 300 s a shard there, device run 302).
+int layouts() { return racecheck_mode() ? 1 : 4; }
+
+void fill_random_bf16(DeviceBuffer& b, uint64_t seed) {
+  std::vector<uint16_t> h(b.size() / 2);
+  nktest::Rng rng(seed);
+  for (auto& v : h) v = static_cast<uint16_t>(0x3E00 + rng.next() % 0x900);  // bf16 in about [0.1, 6)
+  ASSERT_EQ(cudaMemcpy(b.data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+std::vector<unsigned char> snapshot(const std::vector<DeviceBuffer*>& outs) {
+  std::vector<unsigned char> all;
+  for (const DeviceBuffer* b : outs) {
+    const auto h = nktest::download(b->data(), b->size());
+    all.insert(all.end(), h.begin(), h.end());
+  }
+  return all;
+}
+
+// Runs launch(counter) with outputs poisoned: first with no counter, then
+// twice with one; the outputs must match bitwise and the counter end at zero.
+void expect_same_with_counter(const std::string& what, const std::function<Status(uint32_t*)>& launch,
+                              const std::vector<DeviceBuffer*>& outs, const std::vector<DeviceBuffer*>& restore = {},
+                              const DeviceBuffer* pristine = nullptr) {
+  DeviceBuffer counter(2 * sizeof(uint32_t));
+  ASSERT_EQ(cudaMemset(counter.data(), 0, counter.size()), cudaSuccess);
+  auto run = [&](uint32_t* c) {
+    // In-place calls overwrite their input: put it back first.
+    for (DeviceBuffer* b : restore) {
+      EXPECT_EQ(cudaMemcpy(b->data(), pristine->data(), b->size(), cudaMemcpyDeviceToDevice), cudaSuccess);
+    }
+    for (DeviceBuffer* b : outs) {
+      bool restored = false;
+      for (DeviceBuffer* r : restore) restored = restored || r == b;
+      if (!restored) EXPECT_EQ(cudaMemset(b->data(), 0xFF, b->size()), cudaSuccess);
+    }
+    EXPECT_EQ(launch(c), Status::kSuccess) << what;
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    return snapshot(outs);
+  };
+  const auto fixed = run(nullptr);
+  for (int rep = 0; rep < (racecheck_mode() ? 1 : 2); ++rep) {
+    const auto counted = run(reinterpret_cast<uint32_t*>(counter.data()));
+    size_t first_diff = 0;
+    while (first_diff < fixed.size() && fixed[first_diff] == counted[first_diff]) ++first_diff;
+    EXPECT_EQ(first_diff, fixed.size()) << what << ", launch " << rep << ": first differing byte " << first_diff
+                                        << " of " << fixed.size();
+    const auto words = nktest::download(counter.data(), counter.size());
+    for (unsigned char byte : words) EXPECT_EQ(byte, 0) << what << ": the counter was not left at zero";
+  }
+}
+
+// launch(c) with `counter` as its LaunchOptions::row_counter.
+template <class Call>
+std::function<Status(uint32_t*)> counted(const Call& c, Status (*launch)(const Call&)) {
+  return [c, launch](uint32_t* counter) {
+    Call k = c;
+    k.row_counter = counter;
+    return launch(k);
+  };
+}
+
+bool clusters_available() {
+  int dev = 0, major = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
+}
+
+// The fields a plain and a fused call share: op, parameters and statistics
+// (bias and mean for LayerNorm only), shape.
+template <class Call>
+void set_params(Call& c, Op op, const DeviceBuffer& w, const DeviceBuffer& b, DeviceBuffer& mean,
+                DeviceBuffer& rstd, int64_t m, int64_t n) {
+  c.op = op;
+  c.weight = w.data();
+  c.bias = op == Op::kLayerNorm ? b.data() : nullptr;
+  c.mean = op == Op::kLayerNorm ? reinterpret_cast<float*>(mean.data()) : nullptr;
+  c.rstd = reinterpret_cast<float*>(rstd.data());
+  c.rows = m;
+  c.cols = n;
+}
+
+// A LayerNorm or RMSNorm call of x, y, w, b, mean and rstd at type t,
+// `misaligned` elements past the buffers' starts.
+nktest::NormCall norm_call(Op op, DType t, const DeviceBuffer& x, DeviceBuffer& y, const DeviceBuffer& w,
+                           const DeviceBuffer& b, DeviceBuffer& mean, DeviceBuffer& rstd, int misaligned, int64_t m,
+                           int64_t n) {
+  const int64_t element = t == DType::kF32 ? 4 : 2;
+  nktest::NormCall c;
+  set_params(c, op, w, b, mean, rstd, m, n);
+  c.x_type = c.y_type = c.w_type = t;
+  c.x = x.data() + misaligned * element;
+  c.y = y.data() + misaligned * element;
+  c.eps = op == Op::kRmsNorm ? 1e-6f : 1e-5f;
+  return c;
+}
+
+// Where the counter is used, the plan splits the rows across a cluster.
+void expect_cluster_plan(const normkit::LaunchPlan& plan, const std::string& what) {
+  if (!clusters_available()) return;
+  EXPECT_EQ(plan.shape, normkit::Shape::kRowInClusterRegisters) << what;
+  EXPECT_GE(plan.cluster, 2) << what;
+}
+
+// add + RMSNorm (the register loop), add + LayerNorm (split parts at 131072,
+// 4-slot parts in clusters of 8 at 262144): out of place, in place,
+// strided and misaligned (the checked loop, which keeps the fixed stride).
+TEST(RowCounter, FusedAddsMatchFixedStrideBitwise) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  for (int64_t n : {int64_t{65536}, int64_t{131072}, int64_t{262144}}) {
+    for (int64_t m : batch_sizes()) {
+      const int64_t stride = n + 64;  // a strided layout; rows stay slot-aligned
+      const int64_t elems = m * stride + 8;
+      DeviceBuffer x(elems * 2), r(elems * 2), ro(elems * 2), y(elems * 2), w(n * 2), b(n * 2), mean(m * 4),
+          rstd(m * 4), pristine(elems * 2);
+      fill_random_bf16(x, seed);
+      fill_random_bf16(r, seed + 1);
+      fill_random_bf16(w, seed + 2);
+      fill_random_bf16(b, seed + 3);
+      ASSERT_EQ(cudaMemcpy(pristine.data(), r.data(), r.size(), cudaMemcpyDeviceToDevice), cudaSuccess);
+      for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+        for (int layout = 0; layout < layouts(); ++layout) {  // contiguous, in place, strided, misaligned
+          const bool in_place = layout == 1, strided = layout == 2, misaligned = layout == 3;
+          const std::string what = std::string(op == Op::kRmsNorm ? "add + RMSNorm" : "add + LayerNorm") +
+                                   " N=" + std::to_string(n) + " M=" + std::to_string(m) +
+                                   (in_place ? " in place" : strided ? " strided" : misaligned ? " misaligned" : "") +
+                                   " seed=" + std::to_string(seed);
+          nktest::AddNormCall c;
+          set_params(c, op, w, b, mean, rstd, m, n);
+          c.x_type = c.w_type = DType::kBF16;
+          const int64_t off = misaligned ? 1 : 0;
+          c.x = x.data() + off * 2;
+          c.residual = r.data() + off * 2;
+          c.residual_out = in_place ? r.data() : ro.data() + off * 2;
+          c.y = y.data() + off * 2;
+          if (strided) c.x_stride = c.residual_stride = c.residual_out_stride = c.y_stride = stride;
+          normkit::LaunchPlan plan;
+          ASSERT_EQ(nktest::plan_add_norm(c, &plan), Status::kSuccess) << what;
+          if (n > 65536 && !misaligned) expect_cluster_plan(plan, what);
+          std::vector<DeviceBuffer*> outs = {&y, in_place ? &r : &ro, &rstd};
+          if (op == Op::kLayerNorm) outs.push_back(&mean);
+          std::vector<DeviceBuffer*> restore;
+          if (in_place) restore.push_back(&r);
+          expect_same_with_counter(what, counted(c, nktest::launch_add_norm), outs, restore, &pristine);
+          if (in_place) {
+            ASSERT_EQ(cudaMemcpy(r.data(), pristine.data(), r.size(), cudaMemcpyDeviceToDevice), cudaSuccess);
+          }
+        }
+      }
+    }
+  }
+}
+
+// RMSNorm (the prefetching loop at 131072, the ring in clusters of 4 at
+// 262144), fp32 LayerNorm, per-row and static fp8 (the ring: the fixed
+// stride in clusters of 2, the counter in clusters of 4).
+TEST(RowCounter, PlainAndQuantizedMatchFixedStrideBitwise) {
+  NK_REQUIRE_GPU();
+  const uint64_t seed = nktest::fresh_seed();
+  for (int64_t n : {int64_t{131072}, int64_t{262144}}) {
+    for (int64_t m : batch_sizes()) {
+      DeviceBuffer x(m * n * 4 + 16), y(m * n * 4 + 16), w(n * 4), b(n * 4), mean(m * 4), rstd(m * 4);
+      fill_random_bf16(x, seed);
+      fill_random_bf16(w, seed + 2);
+      fill_random_bf16(b, seed + 3);
+      for (int misaligned = 0; misaligned < (layouts() > 1 ? 2 : 1); ++misaligned) {
+        const std::string tail = " N=" + std::to_string(n) + " M=" + std::to_string(m) +
+                                 (misaligned ? " misaligned" : "") + " seed=" + std::to_string(seed);
+        {
+          const nktest::NormCall c = norm_call(Op::kRmsNorm, DType::kBF16, x, y, w, b, mean, rstd, misaligned, m, n);
+          normkit::LaunchPlan plan;
+          ASSERT_EQ(nktest::plan(c, &plan), Status::kSuccess);
+          if (!misaligned) expect_cluster_plan(plan, "RMSNorm bf16" + tail);
+          expect_same_with_counter("RMSNorm bf16" + tail, counted(c, nktest::launch), {&y, &rstd});
+        }
+        {
+          // fp32 LayerNorm over the same bytes (pairs of bf16 words: finite fp32 values).
+          const nktest::NormCall c =
+              norm_call(Op::kLayerNorm, DType::kF32, x, y, w, b, mean, rstd, misaligned, m, n / 2);
+          expect_same_with_counter("LayerNorm fp32 N/2" + tail, counted(c, nktest::launch), {&y, &mean, &rstd});
+        }
+        for (bool per_row : {true, false}) {
+          nktest::QuantCall c;
+          c.op = Op::kRmsNorm;
+          c.x_type = DType::kBF16;
+          c.q_type = nktest::QType::kE4M3;
+          c.x = x.data() + misaligned * 2;
+          c.y = y.data() + misaligned;
+          c.weight = w.data();
+          c.rows = m;
+          c.cols = n;
+          if (per_row) {
+            c.row_scales = reinterpret_cast<float*>(rstd.data());
+          } else {
+            c.static_scale = 1.f / 32;
+          }
+          const std::string what = std::string(per_row ? "per-row fp8" : "static fp8") + tail;
+          normkit::LaunchPlan plan;
+          ASSERT_EQ(nktest::plan_quant(c, &plan), Status::kSuccess);
+          if (!misaligned) expect_cluster_plan(plan, what);
+          std::vector<DeviceBuffer*> outs = {&y};
+          if (per_row) outs.push_back(&rstd);  // the row scales
+          expect_same_with_counter(what, counted(c, nktest::launch_quant), outs);
+        }
+      }
+    }
+  }
+}
+
+// End to end against the float64 reference (run_case zeroes a counter,
+// passes it and checks it is zero after), aligned, strided, misaligned and
+// in place.
+TEST(RowCounter, AgainstFloat64Reference) {
+  NK_REQUIRE_GPU();
+  const int64_t m = nktest::quick_mode() ? 37 : 97;
+  for (int64_t n : {int64_t{131072}, int64_t{262144}}) {
+    for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
+      for (DType t : {DType::kBF16, DType::kF32}) {
+        if (racecheck_mode() && t == DType::kF32) continue;
+        for (int layout = 0; layout < layouts(); ++layout) {
+          nktest::CaseSpec s;
+          s.op = op;
+          s.x = s.y = s.w = t;
+          s.rows = m;
+          s.cols = n;
+          s.eps = op == Op::kRmsNorm ? 1e-6f : 1e-5f;
+          s.row_counter = true;
+          if (layout == 1) s.x_stride = s.y_stride = n + 64;
+          if (layout == 2) s.x_misalign = s.y_misalign = 1;
+          if (layout == 3) s.in_place = true;
+          nktest::expect_case_ok(s);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
