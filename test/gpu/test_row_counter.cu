@@ -30,12 +30,15 @@ bool racecheck_mode() {
   return v != nullptr && v[0] == '1';
 }
 
-// Batches: one row, fewer rows than resident clusters, and several rounds of
-// them (30-66 clusters at these lengths on an H100 or H200); under
-// compute-sanitizer (quick mode) one row and about a round.
+// Batches: one row and fewer rows than resident clusters (which draw tickets
+// that name no row), and more than twice the resident clusters (15-66 at
+// these lengths on an H100 or H200), so that every loop, those that look
+// two rows ahead included, runs rows its tickets named; under
+// compute-sanitizer (quick mode) 137, just past twice 66; under racecheck 37
+// only (rows that tickets name in clusters of 4 and 8 at one row ahead).
 std::vector<int64_t> batch_sizes() {
   if (racecheck_mode()) return {37};
-  return nktest::quick_mode() ? std::vector<int64_t>{1, 37} : std::vector<int64_t>{1, 5, 301};
+  return nktest::quick_mode() ? std::vector<int64_t>{1, 137} : std::vector<int64_t>{1, 5, 301};
 }
 
 // Layouts (contiguous, in place, strided, misaligned) a test runs: under
@@ -46,7 +49,7 @@ int layouts() { return racecheck_mode() ? 1 : 4; }
 void fill_random_bf16(DeviceBuffer& b, uint64_t seed) {
   std::vector<uint16_t> h(b.size() / 2);
   nktest::Rng rng(seed);
-  for (auto& v : h) v = static_cast<uint16_t>(0x3E00 + rng.next() % 0x900);  // bf16 in about [0.1, 6)
+  for (auto& v : h) v = static_cast<uint16_t>(0x3E00 + rng.next() % 0x900);  // bf16 in [0.125, 32640]
   ASSERT_EQ(cudaMemcpy(b.data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
@@ -144,9 +147,10 @@ void expect_cluster_plan(const normkit::LaunchPlan& plan, const std::string& wha
   EXPECT_GE(plan.cluster, 2) << what;
 }
 
-// add + RMSNorm (the register loop), add + LayerNorm (split parts at 131072,
-// 4-slot parts in clusters of 8 at 262144): out of place, in place,
-// strided and misaligned (the checked loop, which keeps the fixed stride).
+// add + RMSNorm (the register loop), add + LayerNorm (4-slot parts in
+// clusters of 2 at 65536 and of 8 at 262144, split parts at 131072): out of
+// place, in place, strided and misaligned (the checked register loop keeps
+// the fixed stride; split parts' checked form takes the counter too).
 TEST(RowCounter, FusedAddsMatchFixedStrideBitwise) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
@@ -250,12 +254,75 @@ TEST(RowCounter, PlainAndQuantizedMatchFixedStrideBitwise) {
   }
 }
 
+// The rows do come from the counter: one that starts at M instead of zero
+// (a caller's error, on purpose) names only rows past the batch, so the rows
+// its tickets would have named stay unwritten, while the call still leaves
+// it at zero. One case of each loop that takes the counter: the register
+// loop (add + RMSNorm 262144), split parts (add + LayerNorm 131072), the
+// prefetching loop (RMSNorm 131072) and the ring in clusters of 4 (per-row
+// fp8 262144). Cluster rows only (sm_90).
+TEST(RowCounter, RowsComeFromTheCounter) {
+  NK_REQUIRE_GPU();
+  if (!clusters_available()) GTEST_SKIP() << "no thread-block clusters on this device";
+  const int64_t m = nktest::quick_mode() ? 137 : 301;  // past twice the resident clusters (66 at most)
+  const uint64_t seed = nktest::fresh_seed();
+  DeviceBuffer x(m * 262144 * 2), r(m * 262144 * 2), ro(m * 262144 * 2), y(m * 262144 * 2), w(262144 * 2),
+      b(262144 * 2), mean(m * 4), rstd(m * 4), counter(2 * sizeof(uint32_t));
+  fill_random_bf16(x, seed);
+  fill_random_bf16(r, seed + 1);
+  fill_random_bf16(w, seed + 2);
+  fill_random_bf16(b, seed + 3);
+  auto check = [&](const std::string& what, const std::function<Status(uint32_t*)>& launch) {
+    const uint32_t start[2] = {static_cast<uint32_t>(m), 0};
+    ASSERT_EQ(cudaMemcpy(counter.data(), start, sizeof start, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+    ASSERT_EQ(launch(reinterpret_cast<uint32_t*>(counter.data())), Status::kSuccess) << what;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    const auto out = nktest::download(y.data(), y.size());
+    int64_t poisoned_words = 0;
+    for (size_t i = 0; i + 1 < out.size(); i += 2) poisoned_words += out[i] == 0xFF && out[i + 1] == 0xFF;
+    EXPECT_GT(poisoned_words, 0) << what << ": every row was written, so the counter was not consulted";
+    const auto words = nktest::download(counter.data(), counter.size());
+    for (unsigned char byte : words) EXPECT_EQ(byte, 0) << what << ": the counter was not left at zero";
+  };
+  {
+    nktest::AddNormCall c;
+    set_params(c, Op::kRmsNorm, w, b, mean, rstd, m, 262144);
+    c.x_type = c.w_type = DType::kBF16;
+    c.x = x.data();
+    c.residual = r.data();
+    c.residual_out = ro.data();
+    c.y = y.data();
+    check("add + RMSNorm 262144", counted(c, nktest::launch_add_norm));
+    c.op = Op::kLayerNorm;
+    c.cols = 131072;
+    c.bias = b.data();
+    c.mean = reinterpret_cast<float*>(mean.data());
+    check("add + LayerNorm 131072", counted(c, nktest::launch_add_norm));
+  }
+  check("RMSNorm 131072",
+        counted(norm_call(Op::kRmsNorm, DType::kBF16, x, y, w, b, mean, rstd, 0, m, 131072), nktest::launch));
+  {
+    nktest::QuantCall c;
+    c.op = Op::kRmsNorm;
+    c.x_type = DType::kBF16;
+    c.q_type = nktest::QType::kE4M3;
+    c.x = x.data();
+    c.y = y.data();
+    c.weight = w.data();
+    c.row_scales = reinterpret_cast<float*>(rstd.data());
+    c.rows = m;
+    c.cols = 262144;
+    check("per-row fp8 262144", counted(c, nktest::launch_quant));
+  }
+}
+
 // End to end against the float64 reference (run_case zeroes a counter,
 // passes it and checks it is zero after), aligned, strided, misaligned and
 // in place.
 TEST(RowCounter, AgainstFloat64Reference) {
   NK_REQUIRE_GPU();
-  const int64_t m = nktest::quick_mode() ? 37 : 97;
+  const int64_t m = nktest::quick_mode() ? 37 : 141;  // 141: past twice the resident clusters (66 at most)
   for (int64_t n : {int64_t{131072}, int64_t{262144}}) {
     for (Op op : {Op::kRmsNorm, Op::kLayerNorm}) {
       for (DType t : {DType::kBF16, DType::kF32}) {

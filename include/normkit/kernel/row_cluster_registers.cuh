@@ -28,11 +28,12 @@
 // shared memory (kSplitsParts, row_split_part.cuh: change 115).
 //
 // With a caller's counter (LaunchOptions::row_counter), the plain loop's
-// WHOLE form, split parts, the prefetching loop and the ring (in clusters of
-// 4 or more) take their rows from it (row_schedule.cuh: clusters that finish
-// rows first take more of them); the checked plain loop, relayed and rolled
-// rows keep the fixed stride (measured, change 130: the checked loop lost 4
-// points with it at add + RMSNorm; relayed and rolled rows not measured).
+// WHOLE form, split parts (WHOLE and checked), the prefetching loop and the
+// ring (in clusters of 4 or more) take their rows from it (row_schedule.cuh:
+// clusters that finish rows first take more of them); the checked plain
+// loop, relayed and rolled rows keep the fixed stride (measured, change 130:
+// the checked loop lost 4 points with it at add + RMSNorm; relayed and
+// rolled rows not measured).
 #pragma once
 
 #include <cstdint>

@@ -187,6 +187,9 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   constexpr int CPR = VECS / G;  // chunks a row
   static_assert(VECS % G == 0, "normkit: a row's part is whole chunks");
   static_assert(R > CPR, "normkit: a ring must hold more than one row's part (kernel::kRingChunks)");
+  static_assert(R <= 2 * CPR,
+                "normkit: a ring of more than two rows' parts would copy chunks of a row further ahead than its "
+                "RowSchedule<2> knows (raise the schedule's LEAD, or shrink kernel::kRingChunks)");
   constexpr uint32_t kChunkBytes = 16u * TEAM * G;
   using S = typename Problem::Storage;
   using Slot = RawSlot<S, VEC>;

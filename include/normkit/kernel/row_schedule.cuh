@@ -20,8 +20,8 @@
 //
 // Every row a cluster runs draws one ticket, so each row past the first
 // LEAD * K is named by exactly one ticket; a cluster's tickets rise, so once
-// one names a row past the batch, so do all its later ones, and the cluster
-// stops. A row's computation does not depend on which cluster runs it, so
+// one names a row past the batch, so do all its later ones: the cluster runs
+// the rows it was already given (LEAD - 1 at most) and stops. A row's computation does not depend on which cluster runs it, so
 // the bits are the same either way. The call's last cluster to finish sets
 // the counter back to zero (retire_row_counter), so the next call on the
 // stream finds it as the first did.
@@ -53,7 +53,8 @@ class RowSchedule {
   NORMKIT_DEVICE int64_t row() const { return rows_[0]; }
 
   /// The row `k` rows after this one (0 <= k <= LEAD; k == LEAD only after
-  /// learn()).
+  /// learn(); callers keep k in range: row_ring.cuh asserts its ring holds
+  /// at most two rows' parts).
   NORMKIT_DEVICE int64_t ahead(int k) const {
     int64_t r = rows_[0];
 #pragma unroll

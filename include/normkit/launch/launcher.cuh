@@ -50,9 +50,13 @@ struct LaunchOptions {
   /// thread-block cluster are handed to the clusters as they finish rows
   /// (a counter) instead of by a fixed stride, so that clusters the memory
   /// system serves faster take more rows (docs/performance.md, change 130).
-  /// The results are bitwise the same with or without it; shapes that do not
-  /// split rows across a cluster ignore it. Not 4-byte aligned:
-  /// kErrorInvalidWorkspace.
+  /// The results are bitwise the same with or without it. Used by the
+  /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
+  /// slot-aligned or split (row_cluster_registers.cuh says which loops);
+  /// every other shape and loop ignores it. It must not overlap any input or
+  /// output (not checked). Not 4-byte aligned: kErrorInvalidWorkspace from
+  /// any call that would launch (a call with no rows, or a *_plan call,
+  /// does not look at it).
   uint32_t* row_counter = nullptr;
 };
 
