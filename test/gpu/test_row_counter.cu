@@ -140,6 +140,27 @@ nktest::NormCall norm_call(Op op, DType t, const DeviceBuffer& x, DeviceBuffer& 
   return c;
 }
 
+// RMSNorm of bf16 x to fp8 e4m3 y with per-row scales into `scales`, or
+// with a static scale if it is null; `misaligned` elements past the starts.
+nktest::QuantCall fp8_call(const DeviceBuffer& x, DeviceBuffer& y, const DeviceBuffer& w, DeviceBuffer* scales,
+                           int misaligned, int64_t m, int64_t n) {
+  nktest::QuantCall c;
+  c.op = Op::kRmsNorm;
+  c.x_type = DType::kBF16;
+  c.q_type = nktest::QType::kE4M3;
+  c.x = x.data() + misaligned * 2;
+  c.y = y.data() + misaligned;
+  c.weight = w.data();
+  c.rows = m;
+  c.cols = n;
+  if (scales != nullptr) {
+    c.row_scales = reinterpret_cast<float*>(scales->data());
+  } else {
+    c.static_scale = 1.f / 32;
+  }
+  return c;
+}
+
 // Where the counter is used, the plan splits the rows across a cluster.
 void expect_cluster_plan(const normkit::LaunchPlan& plan, const std::string& what) {
   if (!clusters_available()) return;
@@ -227,20 +248,7 @@ TEST(RowCounter, PlainAndQuantizedMatchFixedStrideBitwise) {
           expect_same_with_counter("LayerNorm fp32 N/2" + tail, counted(c, nktest::launch), {&y, &mean, &rstd});
         }
         for (bool per_row : {true, false}) {
-          nktest::QuantCall c;
-          c.op = Op::kRmsNorm;
-          c.x_type = DType::kBF16;
-          c.q_type = nktest::QType::kE4M3;
-          c.x = x.data() + misaligned * 2;
-          c.y = y.data() + misaligned;
-          c.weight = w.data();
-          c.rows = m;
-          c.cols = n;
-          if (per_row) {
-            c.row_scales = reinterpret_cast<float*>(rstd.data());
-          } else {
-            c.static_scale = 1.f / 32;
-          }
+          const nktest::QuantCall c = fp8_call(x, y, w, per_row ? &rstd : nullptr, misaligned, m, n);
           const std::string what = std::string(per_row ? "per-row fp8" : "static fp8") + tail;
           normkit::LaunchPlan plan;
           ASSERT_EQ(nktest::plan_quant(c, &plan), Status::kSuccess);
@@ -302,19 +310,7 @@ TEST(RowCounter, RowsComeFromTheCounter) {
   }
   check("RMSNorm 131072",
         counted(norm_call(Op::kRmsNorm, DType::kBF16, x, y, w, b, mean, rstd, 0, m, 131072), nktest::launch));
-  {
-    nktest::QuantCall c;
-    c.op = Op::kRmsNorm;
-    c.x_type = DType::kBF16;
-    c.q_type = nktest::QType::kE4M3;
-    c.x = x.data();
-    c.y = y.data();
-    c.weight = w.data();
-    c.row_scales = reinterpret_cast<float*>(rstd.data());
-    c.rows = m;
-    c.cols = 262144;
-    check("per-row fp8 262144", counted(c, nktest::launch_quant));
-  }
+  check("per-row fp8 262144", counted(fp8_call(x, y, w, &rstd, 0, m, 262144), nktest::launch_quant));
 }
 
 // End to end against the float64 reference (run_case zeroes a counter,
