@@ -171,7 +171,7 @@ int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_nam
 }
 
 int normkit_set_row_counter(void* counter) {
-  if (reinterpret_cast<uintptr_t>(counter) % alignof(uint32_t) != 0) {
+  if (!normkit::detail::row_counter_aligned(static_cast<const uint32_t*>(counter))) {
     return static_cast<int>(Status::kErrorInvalidWorkspace);
   }
   nkcapi::row_counter() = static_cast<uint32_t*>(counter);

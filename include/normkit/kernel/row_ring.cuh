@@ -60,9 +60,10 @@ inline constexpr int kRingChunkSlots = 2;
 inline constexpr int kRingChunks = 14 / kRingChunkSlots;
 
 /// Smallest cluster whose ring takes its rows from a caller's counter
-/// (LaunchOptions::row_counter): per-row and static fp8 bf16 N = 262144 in
-/// clusters of 4 +2.9 and +2.1 points with it, but 131072 in clusters of 2
-/// level, and -2.3 and -2.6 at M = 512 (docs/performance.md, change 130).
+/// (LaunchOptions::row_counter): on an H100, per-row and static fp8 bf16 N =
+/// 262144 in clusters of 4 +2.9 and +2.1 points with it, but 131072 in
+/// clusters of 2 level, and -2.3 and -2.6 at M = 512 (docs/performance.md,
+/// change 130).
 inline constexpr unsigned kRingCounterMinCluster = 4;
 
 /// Dynamic shared memory of a ring of a CTA of `threads` threads (its chunks

@@ -21,8 +21,9 @@
 // Every row a cluster runs draws one ticket, so each row past the first
 // LEAD * K is named by exactly one ticket; a cluster's tickets rise, so once
 // one names a row past the batch, so do all its later ones: the cluster runs
-// the rows it was already given (LEAD - 1 at most) and stops. A row's computation does not depend on which cluster runs it, so
-// the bits are the same either way. The call's last cluster to finish sets
+// the rows it was already given (LEAD - 1 at most) and stops. A row's
+// computation does not depend on which cluster runs it, so the bits are the
+// same either way. The call's last cluster to finish sets
 // the counter back to zero (retire_row_counter), so the next call on the
 // stream finds it as the first did.
 #pragma once

@@ -62,6 +62,12 @@ struct LaunchOptions {
 
 namespace detail {
 
+/// Whether `counter` may serve as LaunchOptions::row_counter (null, or
+/// aligned for its 32-bit words).
+inline bool row_counter_aligned(const uint32_t* counter) {
+  return reinterpret_cast<uintptr_t>(counter) % alignof(uint32_t) == 0;
+}
+
 template <class Kernel, class... Args>
 Status launch_kernel(Kernel kernel, int64_t grid, int threads, size_t smem, int cluster, cudaStream_t stream,
                      Args&&... args) {
@@ -441,9 +447,7 @@ struct Launcher {
 
   /// Launches validated params (strides resolved, rows > 0).
   static Status run(Params p, const LaunchOptions& opts, cudaStream_t stream) {
-    if (reinterpret_cast<uintptr_t>(opts.row_counter) % alignof(uint32_t) != 0) {
-      return Status::kErrorInvalidWorkspace;
-    }
+    if (!row_counter_aligned(opts.row_counter)) return Status::kErrorInvalidWorkspace;
     p.row_counter = opts.row_counter;
     int device = 0;
     DeviceCaps caps;
