@@ -67,7 +67,7 @@ void check_invariant(Launch&& launch, DeviceBuffer& y, int64_t row_bytes, const 
 void fill_random(DeviceBuffer& b, uint64_t seed) {
   std::vector<uint16_t> h(b.size() / 2);
   nktest::Rng rng(seed);
-  for (auto& v : h) v = static_cast<uint16_t>(0x3E00 + rng.next() % 0x900);  // bf16 in about [0.1, 6)
+  for (auto& v : h) v = static_cast<uint16_t>(0x3E00 + rng.next() % 0x900);  // bf16 in [0.125, 32640]
   ASSERT_EQ(cudaMemcpy(b.data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
 }
 
@@ -519,8 +519,8 @@ TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
     const uint64_t seed = nktest::fresh_seed();
     const size_t bytes = batch * row_bytes;
     DeviceBuffer x(bytes), y(bytes), w(row_bytes), b(row_bytes), xm(bytes + 16), ym(bytes + 16);
-    // 16-bit words of bf16 in about [0.1, 6): fp16 in [1.5, 7], fp32 in
-    // about [0.1, 6) (the high word of each pair).
+    // 16-bit words of bf16 in [0.125, 32640]: fp16 in [1.5, 7], fp32 in
+    // [0.125, 32640] (the high word of each pair).
     fill_random(x, seed);
     fill_random(w, seed + 1);
     fill_random(b, seed + 2);
