@@ -157,7 +157,7 @@ if [ ${#tools[@]} -gt 0 ]; then
         test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 6 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
         test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)
-        test_gpu_row_counter) shards=4 ;;  # one test a shard: rows of 131072-262144 in clusters
+        test_gpu_row_counter) shards=5 ;;  # one test a shard: rows of 131072-262144 in clusters
         *) shards=1 ;;
       esac
       for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done

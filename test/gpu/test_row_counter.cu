@@ -6,6 +6,7 @@
 // must leave its counter at zero, so that the next call on the stream
 // starts as this one did. Also end to end against the float64 reference.
 #include <gtest/gtest.h>
+#include <normkit/kernel/start_stagger.cuh>
 
 #include <cstdint>
 #include <cstdlib>
@@ -311,6 +312,96 @@ TEST(RowCounter, RowsComeFromTheCounter) {
   check("RMSNorm 131072",
         counted(norm_call(Op::kRmsNorm, DType::kBF16, x, y, w, b, mean, rstd, 0, m, 131072), nktest::launch));
   check("per-row fp8 262144", counted(fp8_call(x, y, w, &rstd, 0, m, 262144), nktest::launch_quant));
+}
+
+// Calls with a counter and at least kStartStaggerMinRounds rows per resident
+// cluster start their clusters staggered (kernel/start_stagger.cuh), by a
+// phase of a sixteenth of a round at the device's DRAM rate and SM clock;
+// calls with fewer rows, or without a counter, do not; the bits are the
+// fixed stride's either way. add + RMSNorm 262144 (the register loop in
+// clusters of 4), RMSNorm 262144 (the ring) and per-row fp8 131072 (the
+// ring in clusters of 2, which keeps the fixed stride but is staggered).
+TEST(RowCounter, StartsStaggeredWithEnoughRows) {
+  NK_REQUIRE_GPU();
+  if (!clusters_available()) GTEST_SKIP() << "no thread-block clusters on this device";
+  int dev = 0, sms = 0, sm_khz = 0, mem_khz = 0, bus_bits = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev), cudaSuccess);
+  const double dram_bytes_per_ns = 2.0 * mem_khz * 1e-6 * bus_bits / 8;
+  const uint64_t seed = nktest::fresh_seed();
+  enum class Kind { kAddRms, kRms, kPerRowFp8 };
+  struct Case {
+    Kind kind;
+    std::string what;
+    int64_t n;
+    double row_bytes;  // DRAM bytes a row moves, as the launcher counts them
+  };
+  std::vector<Case> cases = {{Kind::kAddRms, "add + RMSNorm 262144", 262144, 262144.0 * 8},
+                             {Kind::kRms, "RMSNorm 262144", 262144, 262144.0 * 4},
+                             {Kind::kPerRowFp8, "per-row fp8 131072", 131072, 131072.0 * 3}};
+  if (racecheck_mode()) cases.resize(1);
+  for (const Case& k : cases) {
+    int cluster = 0;
+    // Two rows first (under a round: no stagger), which tells the cluster
+    // size; then enough rounds even on a device where every SM runs a cluster.
+    for (int pass = 0; pass < 2; ++pass) {
+      const int64_t most_clusters = pass == 0 ? 0 : sms / cluster;
+      const int64_t m = pass == 0 ? 2 : normkit::kernel::kStartStaggerMinRounds * most_clusters + 1;
+      DeviceBuffer x(m * k.n * 2), r(m * k.n * 2), ro(m * k.n * 2), y(m * k.n * 2), w(k.n * 2), b(k.n * 2),
+          mean(m * 4), rstd(m * 4);
+      fill_random_bf16(x, seed);
+      fill_random_bf16(r, seed + 1);
+      fill_random_bf16(w, seed + 2);
+      normkit::LaunchPlan ran;
+      std::function<Status(uint32_t*)> launch;
+      std::vector<DeviceBuffer*> outs = {&y, &rstd};
+      if (k.kind == Kind::kAddRms) {
+        nktest::AddNormCall c;
+        set_params(c, Op::kRmsNorm, w, b, mean, rstd, m, k.n);
+        c.x_type = c.w_type = DType::kBF16;
+        c.x = x.data();
+        c.residual = r.data();
+        c.residual_out = ro.data();
+        c.y = y.data();
+        c.launched = &ran;
+        launch = counted(c, nktest::launch_add_norm);
+        outs.push_back(&ro);
+      } else if (k.kind == Kind::kRms) {
+        nktest::NormCall c = norm_call(Op::kRmsNorm, DType::kBF16, x, y, w, b, mean, rstd, 0, m, k.n);
+        c.launched = &ran;
+        launch = counted(c, nktest::launch);
+      } else {
+        nktest::QuantCall c = fp8_call(x, y, w, &rstd, 0, m, k.n);
+        c.launched = &ran;
+        launch = counted(c, nktest::launch_quant);
+      }
+      const std::string what = k.what + " M=" + std::to_string(m) + " seed=" + std::to_string(seed);
+      // The fixed stride's bits, then twice with a counter (the last launch).
+      expect_same_with_counter(what, launch, outs);
+      const uint32_t counted_cycles = ran.start_stagger_cycles;
+      ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
+      ASSERT_GE(ran.cluster, 2) << what;
+      cluster = ran.cluster;
+      ASSERT_EQ(launch(nullptr), Status::kSuccess) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      EXPECT_EQ(ran.start_stagger_cycles, 0u) << what << ": staggered without a counter";
+      if (pass == 0) {
+        EXPECT_EQ(counted_cycles, 0u) << what << ": a call of under a round staggered";
+        continue;
+      }
+      // A phase: a sixteenth of a round of the resident clusters, which are
+      // at most most_clusters and, on these devices, more than half of them
+      // (a cluster must fit in a GPC).
+      const double most = most_clusters * k.row_bytes /
+                          (dram_bytes_per_ns * normkit::kernel::kStartStaggerDramShare) * (sm_khz * 1e-6) /
+                          normkit::kernel::kStartStaggerPhases;
+      EXPECT_LE(counted_cycles, most + 1) << what;
+      EXPECT_GT(counted_cycles, most / 2) << what;
+    }
+  }
 }
 
 // End to end against the float64 reference (run_case zeroes a counter,

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include <normkit/kernel/start_stagger.cuh>
 #include <normkit/launch/plan.cuh>
 
 namespace {
@@ -858,3 +859,30 @@ TEST(Plan, EveryLengthGetsAShapeThatHoldsIt) {
 }
 
 }  // namespace
+
+// The clusters' staggered start (kernel/start_stagger.cuh): a phase is a
+// sixteenth of a round (one row of every resident cluster at 85% of the
+// nominal DRAM rate), in SM cycles. 30 clusters of 1 MiB rows at 4915.2
+// B/ns and 1.98 GHz: 30 MiB / 4177.92 B/ns = 7529.4 ns = 14908 cycles, a
+// sixteenth 931.
+TEST(StartStagger, APhaseIsASixteenthOfARoundInSmCycles) {
+  using normkit::detail::start_stagger_cycles;
+  EXPECT_EQ(start_stagger_cycles(1024, 30, 1048576.0, 4915.2, 1980000), 931u);
+  EXPECT_EQ(start_stagger_cycles(1024, 30, 2 * 1048576.0, 4915.2, 1980000), 1863u);  // twice the bytes
+  EXPECT_EQ(start_stagger_cycles(1024, 15, 2 * 1048576.0, 4915.2, 1980000), 931u);   // half the clusters
+  EXPECT_EQ(start_stagger_cycles(1024, 30, 1048576.0, 4915.2, 990000), 465u);        // half the clock
+  // A row past any real one is capped at 2^30 cycles.
+  EXPECT_EQ(start_stagger_cycles(1 << 20, 1 << 16, 1e15, 4915.2, 1980000), 1u << 30);
+}
+
+TEST(StartStagger, NoneForShortCallsOneClusterOrUnreportedClocks) {
+  using normkit::detail::start_stagger_cycles;
+  constexpr int64_t kMin = normkit::kernel::kStartStaggerMinRounds;
+  EXPECT_GT(start_stagger_cycles(kMin * 30, 30, 1048576.0, 4915.2, 1980000), 0u);
+  EXPECT_EQ(start_stagger_cycles(kMin * 30 - 1, 30, 1048576.0, 4915.2, 1980000), 0u);  // under the rounds
+  EXPECT_EQ(start_stagger_cycles(1, 1, 1048576.0, 4915.2, 1980000), 0u);
+  EXPECT_EQ(start_stagger_cycles(1024, 1, 1048576.0, 4915.2, 1980000), 0u);  // one cluster: no one to stagger
+  EXPECT_EQ(start_stagger_cycles(1024, 30, 1048576.0, 0.0, 1980000), 0u);    // no memory clock reported
+  EXPECT_EQ(start_stagger_cycles(1024, 30, 1048576.0, 4915.2, 0), 0u);       // no SM clock reported
+  EXPECT_EQ(start_stagger_cycles(1024, 30, 0.0, 4915.2, 1980000), 0u);
+}

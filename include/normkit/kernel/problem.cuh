@@ -46,6 +46,9 @@ struct Problem {
     /// LaunchOptions::row_counter (set by the launcher): the cluster rows'
     /// counter (kernel/row_schedule.cuh), or null for a fixed stride.
     uint32_t* row_counter = nullptr;
+    /// SM cycles between the phases of the clusters' staggered start (set by
+    /// the launcher: kernel/start_stagger.cuh), or 0 for none.
+    uint32_t start_stagger_cycles = 0;
     typename Input::Params input{};
     typename Epilogue::Params epilogue{};
     typename Output::Params output{};

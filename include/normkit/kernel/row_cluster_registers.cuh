@@ -48,6 +48,7 @@
 #include "row_ring.cuh"
 #include "row_schedule.cuh"
 #include "row_split_part.cuh"
+#include "start_stagger.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -113,6 +114,8 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // The parts are whole (see above): the checked form needs no bounds, only
   // narrower accesses (detail::kEverySlotValid).
   const int64_t cols = WHOLE ? part : detail::kEverySlotValid;
+  // Clusters of a counted call start staggered (start_stagger.cuh).
+  detail::stagger_start(p.start_stagger_cycles, blockIdx.x / csize);
   // Rows that need their maximum (per-row quantization) take row_per_block's
   // 8-slot treatment: the maximum folded into the statistics' walk, and the
   // WHOLE form's weight kept in L1 (row_per_block.cuh; docs/performance.md,

@@ -60,6 +60,19 @@ inline Status current_device_caps(int* device, DeviceCaps* caps) {
     }
     c.cluster_launch = cluster != 0;
     c.l2_bytes = l2;
+    // Clocks and bus width only size the clusters' staggered start
+    // (kernel/start_stagger.cuh): a device that does not report them runs
+    // without it.
+    int sm_khz = 0, mem_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess) {
+      c.sm_clock_khz = sm_khz;
+      // Double data rate: two transfers of the bus's width a memory clock.
+      c.dram_bytes_per_ns = 2.0 * mem_khz * 1e-6 * (bus_bits / 8.0);
+    } else {
+      (void)cudaGetLastError();
+    }
     cache[dev] = c;
     known[dev] = true;
   }

@@ -17,6 +17,7 @@
 #include "../kernel/row_per_block.cuh"
 #include "../kernel/rows_per_warp.cuh"
 #include "../kernel/shifted_stores.cuh"
+#include "../kernel/start_stagger.cuh"
 #include "../status.cuh"
 #include "device.cuh"
 #include "plan.cuh"
@@ -49,7 +50,10 @@ struct LaunchOptions {
   /// serves every later call. With it, rows split across the CTAs of a
   /// thread-block cluster are handed to the clusters as they finish rows
   /// (a counter) instead of by a fixed stride, so that clusters the memory
-  /// system serves faster take more rows (docs/performance.md, change 130).
+  /// system serves faster take more rows (docs/performance.md, change 130),
+  /// and, in calls of at least four rows per resident cluster, the clusters
+  /// start staggered over a round of rows, which a counter absorbs (late
+  /// clusters take fewer rows; kernel/start_stagger.cuh, change 132).
   /// The results are bitwise the same with or without it. Used by the
   /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
   /// slot-aligned or split (row_cluster_registers.cuh says which loops);
@@ -340,7 +344,7 @@ struct Launcher {
   /// is slot-aligned, the parts being whole by plan). Grid: the resident
   /// clusters, striding over the rows; relayed rows (kRelaysRows) park their
   /// parts in relay_smem_bytes of dynamic shared memory.
-  static Status run_cluster_registers(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
+  static Status run_cluster_registers(const Params& p, LaunchPlan& plan, int device, const DeviceCaps& caps,
                                       cudaStream_t stream) {
     if constexpr (!kClusterRegisterSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
@@ -355,7 +359,7 @@ struct Launcher {
           if constexpr (!kCheckedOnly) {
             if (p.whole_access) split = &kernel::row_cluster_registers<Problem, kVecs, true, kTeam, SmemLoop::kSplitPart>;
           }
-          return launch_resident(split, p, plan, plan.smem_bytes, device, caps, stream);
+          return launch_resident(split, p, plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
         }
       }
       constexpr int V = kFourSlotClusterParts ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
@@ -382,34 +386,56 @@ struct Launcher {
             constexpr int kTeam = kernel::kRingTeam;
             if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::ring_smem_bytes(kTeam)) {
               return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, SmemLoop::kRing>, p,
-                                     plan, plan.smem_bytes, device, caps, stream);
+                                     plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
             }
           }
           if constexpr (kernel::kPrefetchesRows<Problem>) {
             constexpr int kTeam = kernel::kPrefetchTeam;
             if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::prefetch_smem_bytes(kTeam)) {
               return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, SmemLoop::kPrefetch>, p,
-                                     plan, plan.smem_bytes, device, caps, stream);
+                                     plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
             }
           }
         }
-        return launch_resident(fn, p, plan, 0, device, caps, stream);
+        return launch_resident(fn, p, plan, 0, device, caps, stream, &plan.start_stagger_cycles);
       }
-      return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream);
+      return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
     }
   }
 
   /// Launches `kernel(p, plan.chunk)` on as many CTAs or clusters as are
   /// resident at once (at most one per row); they stride over the rest.
+  /// `stagger`: for row_cluster_registers, receives the cycles between the
+  /// phases of the clusters' start (Params::start_stagger_cycles), staggered
+  /// only in calls with a row counter, under which a late cluster takes
+  /// fewer rows instead of finishing late (kernel/start_stagger.cuh).
   template <class Kernel>
   static Status launch_resident(Kernel kernel, const Params& p, const LaunchPlan& plan, size_t smem, int device,
-                                const DeviceCaps& caps, cudaStream_t stream) {
+                                const DeviceCaps& caps, cudaStream_t stream, uint32_t* stagger = nullptr) {
     int64_t units = 0;
     const Status s =
         resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, smem, plan.cluster, &units);
     if (s != Status::kSuccess) return s;
-    const int64_t grid = (p.rows < units ? p.rows : units) * plan.cluster;
-    return launch_kernel(kernel, grid, plan.threads, smem, plan.cluster, stream, p, plan.chunk);
+    const int64_t clusters = p.rows < units ? p.rows : units;
+    if (stagger == nullptr) {
+      return launch_kernel(kernel, clusters * plan.cluster, plan.threads, smem, plan.cluster, stream, p, plan.chunk);
+    }
+    Params staggered = p;
+    staggered.start_stagger_cycles =
+        p.row_counter == nullptr
+            ? 0
+            : start_stagger_cycles(p.rows, clusters, row_traffic_bytes(p), caps.dram_bytes_per_ns, caps.sm_clock_khz);
+    const Status launched =
+        launch_kernel(kernel, clusters * plan.cluster, plan.threads, smem, plan.cluster, stream, staggered, plan.chunk);
+    *stagger = launched == Status::kSuccess ? staggered.start_stagger_cycles : 0;
+    return launched;
+  }
+
+  /// Bytes of DRAM traffic a row makes, about: x read and y written, and as
+  /// much again for fused adds (the residual read, the sum written).
+  static double row_traffic_bytes(const Params& p) {
+    const double once = static_cast<double>(p.cols) * (sizeof(typename Problem::X) + sizeof(typename Problem::Y));
+    return Problem::Input::kIsPlainCopy ? once : 2.0 * once;
   }
 
   static Status run_chunked(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
@@ -481,7 +507,7 @@ struct Launcher {
     return s;
   }
 
-  static Status dispatch(const Params& p, const LaunchPlan& lp, int device, const DeviceCaps& caps,
+  static Status dispatch(const Params& p, LaunchPlan& lp, int device, const DeviceCaps& caps,
                          cudaStream_t stream) {
     switch (lp.shape) {
       case Shape::kRowsPerWarp:

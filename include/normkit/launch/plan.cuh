@@ -66,6 +66,8 @@ struct DeviceCaps {
   int max_smem_per_block_optin = 0;  ///< bytes of dynamic + static shared memory a CTA may opt into
   bool cluster_launch = false;       ///< thread-block clusters (sm_90+)
   int64_t l2_bytes = 0;              ///< L2 cache size (the paired form's choice by batch size)
+  int sm_clock_khz = 0;              ///< peak SM clock (the clusters' staggered start; 0: not reported)
+  double dram_bytes_per_ns = 0;      ///< nominal DRAM rate (the same; 0: not reported)
 };
 
 /// What the plan needs to know about the rows.
@@ -116,6 +118,11 @@ struct LaunchPlan {
   /// chosen by the launcher from the batch size and the problem; false in a
   /// plan from *_plan, what ran in LaunchOptions::launched.
   bool roomy = false;
+  /// SM cycles between the phases of the clusters' staggered start
+  /// (kernel/start_stagger.cuh): set by the launcher for cluster-register
+  /// rows of a call with a row counter and enough rows; 0 in a plan from
+  /// *_plan, and where none ran.
+  uint32_t start_stagger_cycles = 0;
 };
 
 /// The tuning constants of the automatic choice, in one place (docs/performance.md
