@@ -41,6 +41,8 @@ void run_norm_case(benchmark::State& state, const NormCase& c) {
     try {
       normkit::LaunchOptions opts{c.shape};
       opts.row_counter = bench_row_counter();
+      normkit::LaunchPlan ran;  // what the timed calls ran (their stagger)
+      opts.launched = &ran;
       normkit::LaunchPlan plan;
       check(c.op->plan(c.cols, opts, &plan), "normkit plan");
       OpInstance inst = c.op->setup(c.rows, c.cols, c.input_offset);
@@ -55,6 +57,7 @@ void run_norm_case(benchmark::State& state, const NormCase& c) {
       state.counters["copy_TBps"] = ceiling;
       state.counters["copy_share"] = state.counters["TBps"].value / ceiling;
       state.counters["row_counter"] = opts.row_counter != nullptr ? 1 : 0;
+      state.counters["start_stagger_cycles"] = ran.start_stagger_cycles;
       state.SetLabel(normkit::shape_name(plan.shape));
     } catch (const BenchError& e) {
       state.SkipWithError(e.what());
