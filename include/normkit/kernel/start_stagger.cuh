@@ -9,11 +9,17 @@
 // device's DRAM rate) spreads those phases from the first row on. With a
 // row counter (LaunchOptions::row_counter) a late cluster just takes fewer
 // rows, so the delay costs only the idle SM time it leaves at the start
-// (docs/performance.md, changes 127-128 and 132: with the counter, on an
-// H100, +0.2 to +4.7 points of the copy at bf16 N = 131072-262144, and +1
-// to +5 at batches of 8 rounds). Under a fixed stride the late clusters
-// keep their rows and finish late, which lost at add + RMSNorm (change
-// 127), so the launcher staggers only calls with a counter.
+// (docs/performance.md, changes 127-128 and 132: change 132's experiment,
+// with the counter, on an H100, +0.2 to +4.7 points of the copy at bf16 N =
+// 131072-262144, and +1 to +5 at batches of 8 rounds). Under a fixed stride
+// the late clusters keep their rows and finish late, which lost at add +
+// RMSNorm (change 127), so the launcher staggers only calls with a counter,
+// and of those only the loops that take their rows from it (the plain
+// loop's WHOLE form, split parts, the prefetching loop, the ring in
+// clusters of 4 or more), and the ring in clusters of 2, which keeps the
+// fixed stride but measured faster staggered (change 132: per-row and
+// static fp8 bf16 131072 +0.7, +1.3 at M = 512). The checked loop, relayed
+// and rolled rows start together.
 //
 // The bits do not change: the delay only moves when rows run.
 #pragma once
@@ -47,7 +53,9 @@ namespace detail {
 /// SM clock cycles between phases for a call of `rows` rows, each moving
 /// `row_bytes` of DRAM traffic, on `clusters` resident clusters, on a device
 /// of `dram_bytes_per_ns` nominal DRAM rate and `sm_clock_khz` peak SM clock
-/// (DeviceCaps); 0 (no stagger) for calls of fewer than
+/// (DeviceCaps; clock64 counts at the actual clock, so an SM running slower
+/// waits longer in time, and stays as far apart in cycles of work); 0 (no
+/// stagger) for calls of fewer than
 /// kStartStaggerMinRounds rounds, a single cluster, or a device that did not
 /// report its clocks.
 inline uint32_t start_stagger_cycles(int64_t rows, int64_t clusters, double row_bytes, double dram_bytes_per_ns,

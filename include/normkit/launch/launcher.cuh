@@ -368,9 +368,15 @@ struct Launcher {
       if constexpr (!kCheckedOnly) {
         if (p.whole_access) fn = &kernel::row_cluster_registers<Problem, V, true>;
       }
+      // Only the plain loop's WHOLE form takes its rows from the counter, so
+      // only it is staggered among the loops `fn` may run (the checked loop,
+      // relayed and rolled rows keep the fixed stride, under which a late
+      // cluster would finish late: kernel/start_stagger.cuh).
+      bool plain_loop = p.whole_access && !kernel::kRelaysRows<Problem>;
       if constexpr (kernel::kRollsRows<Problem>) {
         // Rolled rows at the CTA sizes the plan gives rows of powers of two
         // take them at compile time (kernel::row_cluster_registers' TEAM).
+        if (p.whole_access && (plan.threads == 1024 || plan.threads == 512)) plain_loop = false;
         if (p.whole_access && plan.threads == 1024) fn = &kernel::row_cluster_registers<Problem, V, true, 1024>;
         if (p.whole_access && plan.threads == 512) fn = &kernel::row_cluster_registers<Problem, V, true, 512>;
       }
@@ -397,18 +403,20 @@ struct Launcher {
             }
           }
         }
-        return launch_resident(fn, p, plan, 0, device, caps, stream, &plan.start_stagger_cycles);
+        return launch_resident(fn, p, plan, 0, device, caps, stream, plain_loop ? &plan.start_stagger_cycles : nullptr);
       }
-      return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
+      return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream,
+                             plain_loop ? &plan.start_stagger_cycles : nullptr);
     }
   }
 
   /// Launches `kernel(p, plan.chunk)` on as many CTAs or clusters as are
   /// resident at once (at most one per row); they stride over the rest.
-  /// `stagger`: for row_cluster_registers, receives the cycles between the
-  /// phases of the clusters' start (Params::start_stagger_cycles), staggered
-  /// only in calls with a row counter, under which a late cluster takes
-  /// fewer rows instead of finishing late (kernel/start_stagger.cuh).
+  /// `stagger`: for the row_cluster_registers loops that take their rows
+  /// from a row counter (and the ring in clusters of 2, which does not but
+  /// measured faster staggered), receives the cycles between the phases of
+  /// the clusters' start (Params::start_stagger_cycles), staggered only in
+  /// calls with a counter (kernel/start_stagger.cuh); null: not staggered.
   template <class Kernel>
   static Status launch_resident(Kernel kernel, const Params& p, const LaunchPlan& plan, size_t smem, int device,
                                 const DeviceCaps& caps, cudaStream_t stream, uint32_t* stagger = nullptr) {
@@ -431,11 +439,13 @@ struct Launcher {
     return launched;
   }
 
-  /// Bytes of DRAM traffic a row makes, about: x read and y written, and as
-  /// much again for fused adds (the residual read, the sum written).
+  /// Bytes of DRAM traffic a row makes, about: x read and y written, and
+  /// for fused adds the residual read and the sum written in the residual's
+  /// type (Input::Storage).
   static double row_traffic_bytes(const Params& p) {
-    const double once = static_cast<double>(p.cols) * (sizeof(typename Problem::X) + sizeof(typename Problem::Y));
-    return Problem::Input::kIsPlainCopy ? once : 2.0 * once;
+    const double xy = static_cast<double>(sizeof(typename Problem::X) + sizeof(typename Problem::Y));
+    const double residual = Problem::Input::kIsPlainCopy ? 0.0 : 2.0 * sizeof(typename Problem::Storage);
+    return static_cast<double>(p.cols) * (xy + residual);
   }
 
   static Status run_chunked(const Params& p, const LaunchPlan& plan, int device, const DeviceCaps& caps,
