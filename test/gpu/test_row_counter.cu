@@ -9,6 +9,7 @@
 #include <normkit/kernel/start_stagger.cuh>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -410,6 +411,8 @@ TEST(RowCounter, StartsStaggeredWithEnoughRows) {
       const double most = most_clusters * k.row_bytes /
                           (dram_bytes_per_ns * normkit::kernel::kStartStaggerDramShare) * (sm_khz * 1e-6) /
                           normkit::kernel::kStartStaggerPhases;
+      std::printf("[ stagger  ] %s: %u cycles a phase (bounds %.0f-%.0f; DRAM %.0f B/ns nominal, SM %d kHz)\n",
+                  what.c_str(), counted_cycles, most / 2, most, dram_bytes_per_ns, sm_khz);
       EXPECT_LE(counted_cycles, most + 1) << what;
       EXPECT_GT(counted_cycles, most / 2) << what;
     }
