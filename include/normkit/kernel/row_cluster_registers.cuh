@@ -114,8 +114,13 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // The parts are whole (see above): the checked form needs no bounds, only
   // narrower accesses (detail::kEverySlotValid).
   const int64_t cols = WHOLE ? part : detail::kEverySlotValid;
-  // Clusters of a counted call start staggered (start_stagger.cuh).
-  detail::stagger_start(p.start_stagger_cycles, blockIdx.x / csize);
+  // Clusters of a counted call start staggered (start_stagger.cuh): compiled
+  // only into the loops the launcher staggers (the checked loop, relayed and
+  // rolled rows never are; in the checked loops, which spill, the unused wait
+  // cost 0.5-1.3 points of misaligned fused-add rows, device run 305).
+  constexpr bool kMayStagger =
+      LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem> && !(kRollsRows<Problem> && TEAM > 0));
+  if constexpr (kMayStagger) detail::stagger_start(p.start_stagger_cycles, blockIdx.x / csize);
   // Rows that need their maximum (per-row quantization) take row_per_block's
   // 8-slot treatment: the maximum folded into the statistics' walk, and the
   // WHOLE form's weight kept in L1 (row_per_block.cuh; docs/performance.md,
