@@ -9,9 +9,9 @@
 // device's DRAM rate) spreads those phases from the first row on. With a
 // row counter (LaunchOptions::row_counter) a late cluster just takes fewer
 // rows, so the delay costs only the idle SM time it leaves at the start
-// (docs/performance.md, changes 127-128 and 132: change 132's experiment,
-// with the counter, on an H100, +0.2 to +4.7 points of the copy at bf16 N =
-// 131072-262144, and +1 to +5 at batches of 8 rounds). Under a fixed stride
+// (docs/performance.md, changes 127-128, 132 and 134: with the counter, on
+// an H100, +0.1 to +4.8 points of the copy at bf16 N = 131072-262144, and
+// +0.5 to +5 at batches of 8 rounds). Under a fixed stride
 // the late clusters keep their rows and finish late, which lost at add +
 // RMSNorm (change 127), so the launcher staggers only calls with a counter,
 // and of those only the loops that take their rows from it (the plain
@@ -38,7 +38,8 @@ inline constexpr unsigned kStartStaggerPhases = 16;
 
 /// Fewest rounds (rows per resident cluster) a call must have to be
 /// staggered: a cluster that runs only a row or two gains nothing from
-/// starting late. Measured from 8 rounds up (change 132); 4 is a guess.
+/// starting late. At 4 rounds it gained +0.9 to +6.8 points (change 134,
+/// H100); fewer rounds are not measured.
 inline constexpr int64_t kStartStaggerMinRounds = 4;
 
 /// The share of the nominal DRAM rate (memory clock x bus width) taken as
