@@ -53,7 +53,7 @@ struct LaunchOptions {
   /// system serves faster take more rows (docs/performance.md, change 130),
   /// and, in calls of at least four rows per resident cluster, the clusters
   /// start staggered over a round of rows, which a counter absorbs (late
-  /// clusters take fewer rows; kernel/start_stagger.cuh, change 132).
+  /// clusters take fewer rows; kernel/start_stagger.cuh, changes 132 and 134).
   /// The results are bitwise the same with or without it. Used by the
   /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
   /// slot-aligned or split (row_cluster_registers.cuh says which loops);
