@@ -87,6 +87,21 @@ inline constexpr bool kRollsRows =
 /// take the one the plan chose (plan.cuh, cluster_ring_smem_bytes).
 enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 
+/// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> waits out
+/// its cluster's phase of the staggered start (start_stagger.cuh) before its
+/// first row: the loops that take their rows from the caller's row counter
+/// (the plain loop's WHOLE form, split parts, the prefetching loop, the ring
+/// in clusters of 4) and the ring in clusters of 2, which keeps the fixed
+/// stride but measured faster staggered. The checked loop, relayed rows and
+/// rolled rows keep the fixed stride without a wait: a cluster started late
+/// there would finish late. The kernel compiles the wait in only where this
+/// holds (where it went unused it cost the checked loops, which spill, 0.5-1.3
+/// points; device run 305), and the launcher computes the wait's step only for
+/// the instantiation it launches, from this same trait.
+template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
+inline constexpr bool kStaggersStart =
+    LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem> && !(kRollsRows<Problem> && TEAM > 0));
+
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
 /// that split so; the checked form relies on it, as it checks no bounds).
@@ -114,13 +129,11 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // The parts are whole (see above): the checked form needs no bounds, only
   // narrower accesses (detail::kEverySlotValid).
   const int64_t cols = WHOLE ? part : detail::kEverySlotValid;
-  // Clusters of a counted call start staggered (start_stagger.cuh): compiled
-  // only into the loops the launcher staggers (the checked loop, relayed and
-  // rolled rows never are; in the checked loops, which spill, the unused wait
-  // cost 0.5-1.3 points of misaligned fused-add rows, device run 305).
-  constexpr bool kMayStagger =
-      LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem> && !(kRollsRows<Problem> && TEAM > 0));
-  if constexpr (kMayStagger) detail::stagger_start(p.start_stagger_cycles, blockIdx.x / csize);
+  // Clusters of a counted call start staggered (start_stagger.cuh), in the
+  // loops kStaggersStart names.
+  if constexpr (kStaggersStart<Problem, WHOLE, TEAM, LOOP>) {
+    detail::stagger_start(p.start_stagger_cycles, blockIdx.x / csize);
+  }
   // Rows that need their maximum (per-row quantization) take row_per_block's
   // 8-slot treatment: the maximum folded into the statistics' walk, and the
   // WHOLE form's weight kept in L1 (row_per_block.cuh; docs/performance.md,

@@ -349,74 +349,90 @@ struct Launcher {
     if constexpr (!kClusterRegisterSlots) {
       return Status::kErrorUnsupportedShape;  // never planned: no such kernel is instantiated
     } else {
+      using kernel::SmemLoop;
       if constexpr (kSplitsParts) {
         // Split parts (the plan gave their shared memory), WHOLE or checked.
         constexpr int kVecs = kernel::kSplitPartVecs;
         constexpr int kTeam = kernel::kSplitPartTeam;
         if (plan.vecs == kVecs && plan.threads == kTeam && plan.smem_bytes == kernel::split_part_smem_bytes(kTeam)) {
-          using kernel::SmemLoop;
-          auto split = &kernel::row_cluster_registers<Problem, kVecs, false, kTeam, SmemLoop::kSplitPart>;
           if constexpr (!kCheckedOnly) {
-            if (p.whole_access) split = &kernel::row_cluster_registers<Problem, kVecs, true, kTeam, SmemLoop::kSplitPart>;
+            if (p.whole_access) {
+              return launch_cluster_loop<kVecs, true, kTeam, SmemLoop::kSplitPart>(p, plan, plan.smem_bytes, device,
+                                                                                   caps, stream);
+            }
           }
-          return launch_resident(split, p, plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
+          return launch_cluster_loop<kVecs, false, kTeam, SmemLoop::kSplitPart>(p, plan, plan.smem_bytes, device, caps,
+                                                                                stream);
         }
       }
       constexpr int V = kFourSlotClusterParts ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
       if (plan.vecs != V) return Status::kErrorUnsupportedShape;  // never planned: no such kernel
-      auto fn = &kernel::row_cluster_registers<Problem, V, false>;
-      if constexpr (!kCheckedOnly) {
-        if (p.whole_access) fn = &kernel::row_cluster_registers<Problem, V, true>;
-      }
-      // Only the plain loop's WHOLE form takes its rows from the counter, so
-      // only it is staggered among the loops `fn` may run (the checked loop,
-      // relayed and rolled rows keep the fixed stride, under which a late
-      // cluster would finish late: kernel/start_stagger.cuh).
-      bool plain_loop = p.whole_access && !kernel::kRelaysRows<Problem>;
-      if constexpr (kernel::kRollsRows<Problem>) {
-        // Rolled rows at the CTA sizes the plan gives rows of powers of two
-        // take them at compile time (kernel::row_cluster_registers' TEAM).
-        if (p.whole_access && (plan.threads == 1024 || plan.threads == 512)) plain_loop = false;
-        if (p.whole_access && plan.threads == 1024) fn = &kernel::row_cluster_registers<Problem, V, true, 1024>;
-        if (p.whole_access && plan.threads == 512) fn = &kernel::row_cluster_registers<Problem, V, true, 512>;
-      }
-      if constexpr (kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>) {
+      constexpr bool kSmemLoops = kernel::kRingsRows<Problem> || kernel::kPrefetchesRows<Problem>;
+      if constexpr (kSmemLoops && !kCheckedOnly) {
         // Ringed rows (kernel::kRingsRows) and prefetched ones
         // (kernel::kPrefetchesRows) run their ring where the plan gave them
         // its shared memory (devices with it; rows both admit, the one the
         // plan chose: cluster_ring_smem_bytes); the rest roll, or run the
         // plain or checked loop, without it.
-        if constexpr (!kCheckedOnly) {
-          using kernel::SmemLoop;
-          if constexpr (kernel::kRingsRows<Problem>) {
-            constexpr int kTeam = kernel::kRingTeam;
-            if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::ring_smem_bytes(kTeam)) {
-              return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, SmemLoop::kRing>, p,
-                                     plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
-            }
-          }
-          if constexpr (kernel::kPrefetchesRows<Problem>) {
-            constexpr int kTeam = kernel::kPrefetchTeam;
-            if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::prefetch_smem_bytes(kTeam)) {
-              return launch_resident(&kernel::row_cluster_registers<Problem, V, true, kTeam, SmemLoop::kPrefetch>, p,
-                                     plan, plan.smem_bytes, device, caps, stream, &plan.start_stagger_cycles);
-            }
+        if constexpr (kernel::kRingsRows<Problem>) {
+          constexpr int kTeam = kernel::kRingTeam;
+          if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::ring_smem_bytes(kTeam)) {
+            return launch_cluster_loop<V, true, kTeam, SmemLoop::kRing>(p, plan, plan.smem_bytes, device, caps, stream);
           }
         }
-        return launch_resident(fn, p, plan, 0, device, caps, stream, plain_loop ? &plan.start_stagger_cycles : nullptr);
+        if constexpr (kernel::kPrefetchesRows<Problem>) {
+          constexpr int kTeam = kernel::kPrefetchTeam;
+          if (p.whole_access && plan.threads == kTeam && plan.smem_bytes == kernel::prefetch_smem_bytes(kTeam)) {
+            return launch_cluster_loop<V, true, kTeam, SmemLoop::kPrefetch>(p, plan, plan.smem_bytes, device, caps,
+                                                                            stream);
+          }
+        }
       }
-      return launch_resident(fn, p, plan, plan.smem_bytes, device, caps, stream,
-                             plain_loop ? &plan.start_stagger_cycles : nullptr);
+      // The loops below use shared memory only to relay rows
+      // (kernel::kRelaysRows, relay_smem_bytes); rows that ring or prefetch
+      // never relay, and run them without it.
+      static_assert(!(kSmemLoops && kernel::kRelaysRows<Problem>),
+                    "normkit: rows that ring or prefetch must not also relay (the launcher would launch their "
+                    "fallback loop without the relay's shared memory): narrow kRelaysRows, kRingsRows or "
+                    "kPrefetchesRows");
+      const size_t smem = kSmemLoops ? 0 : plan.smem_bytes;
+      if constexpr (kernel::kRollsRows<Problem>) {
+        // Rolled rows at the CTA sizes the plan gives rows of powers of two
+        // take them at compile time (kernel::row_cluster_registers' TEAM).
+        if (p.whole_access && plan.threads == 1024) {
+          return launch_cluster_loop<V, true, 1024>(p, plan, smem, device, caps, stream);
+        }
+        if (p.whole_access && plan.threads == 512) {
+          return launch_cluster_loop<V, true, 512>(p, plan, smem, device, caps, stream);
+        }
+      }
+      if constexpr (!kCheckedOnly) {
+        if (p.whole_access) return launch_cluster_loop<V, true>(p, plan, smem, device, caps, stream);
+      }
+      return launch_cluster_loop<V, false>(p, plan, smem, device, caps, stream);
     }
+  }
+
+  /// Launches row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> on the
+  /// resident clusters (launch_resident), its start staggered where that
+  /// instantiation waits for it (kernel::kStaggersStart, the predicate the
+  /// kernel compiles the wait by), so that plan.start_stagger_cycles reports
+  /// the wait the kernel runs.
+  template <int VECS, bool WHOLE, int TEAM = 0, kernel::SmemLoop LOOP = kernel::SmemLoop::kNone>
+  static Status launch_cluster_loop(const Params& p, LaunchPlan& plan, size_t smem, int device, const DeviceCaps& caps,
+                                    cudaStream_t stream) {
+    constexpr bool kStaggers = kernel::kStaggersStart<Problem, WHOLE, TEAM, LOOP>;
+    return launch_resident(&kernel::row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP>, p, plan, smem, device,
+                           caps, stream, kStaggers ? &plan.start_stagger_cycles : nullptr);
   }
 
   /// Launches `kernel(p, plan.chunk)` on as many CTAs or clusters as are
   /// resident at once (at most one per row); they stride over the rest.
-  /// `stagger`: for the row_cluster_registers loops that take their rows
-  /// from a row counter (and the ring in clusters of 2, which does not but
-  /// measured faster staggered), receives the cycles between the phases of
-  /// the clusters' start (Params::start_stagger_cycles), staggered only in
-  /// calls with a counter (kernel/start_stagger.cuh); null: not staggered.
+  /// `stagger`: for the row_cluster_registers loops that wait for it
+  /// (launch_cluster_loop, kernel::kStaggersStart), receives the cycles
+  /// between the phases of the clusters' start (Params::start_stagger_cycles),
+  /// staggered only in calls with a counter (kernel/start_stagger.cuh); null:
+  /// not staggered.
   template <class Kernel>
   static Status launch_resident(Kernel kernel, const Params& p, const LaunchPlan& plan, size_t smem, int device,
                                 const DeviceCaps& caps, cudaStream_t stream, uint32_t* stagger = nullptr) {
