@@ -6,8 +6,12 @@
 #include <tuple>
 #include <vector>
 
+#include <normkit/add_norm.cuh>
+#include <normkit/kernel/row_cluster_registers.cuh>
 #include <normkit/kernel/start_stagger.cuh>
 #include <normkit/launch/plan.cuh>
+#include <normkit/quantize.cuh>
+#include <normkit/rms_norm.cuh>
 
 namespace {
 
@@ -885,4 +889,43 @@ TEST(StartStagger, NoneForShortCallsOneClusterOrUnreportedClocks) {
   EXPECT_EQ(start_stagger_cycles(1024, 30, 1048576.0, 0.0, 1980000), 0u);    // no memory clock reported
   EXPECT_EQ(start_stagger_cycles(1024, 30, 1048576.0, 4915.2, 0), 0u);       // no SM clock reported
   EXPECT_EQ(start_stagger_cycles(1024, 30, 0.0, 4915.2, 1980000), 0u);
+}
+
+// Which row_cluster_registers loops wait for the staggered start
+// (kernel::kStaggersStart: the kernel compiles the wait by it, and the
+// launcher computes the step by it for the instantiation it launches): the
+// loops that take their rows from the counter (the plain loop's WHOLE form,
+// split parts WHOLE or checked, the prefetching loop) and the ring; never the
+// checked plain loop, relayed rows or rolled rows, which keep the fixed
+// stride, where a late cluster would finish late.
+TEST(StartStagger, OnlyLoopsThatTakeTheCounterOrRingWait) {
+  using normkit::kernel::kStaggersStart;
+  using normkit::kernel::SmemLoop;
+  using bf16 = normkit::bfloat16;
+  using Rms = normkit::detail::RmsNormProblem<bf16, bf16, bf16>;
+  using RmsF32 = normkit::detail::RmsNormProblem<float, float, float>;
+  using AddRms = normkit::detail::AddRmsNormProblem<bf16, bf16, bf16, bf16>;
+  using AddLn = normkit::detail::AddLayerNormProblem<bf16, bf16, bf16, bf16, normkit::stats::TwoPass>;
+  using Fp8Row = normkit::detail::RmsQuantProblem<bf16, normkit::float8_e4m3, bf16,
+                                                  normkit::output::QuantDynamicRow<normkit::float8_e4m3>>;
+  // What the cases below stand for: fp32 RMSNorm rows relay, per-row fp8 ones roll.
+  static_assert(normkit::kernel::kRelaysRows<RmsF32> && !normkit::kernel::kRelaysRows<Rms>);
+  static_assert(normkit::kernel::kRollsRows<Fp8Row> && !normkit::kernel::kRollsRows<Rms>);
+  constexpr int kRing = normkit::kernel::kRingTeam;
+  constexpr int kPrefetch = normkit::kernel::kPrefetchTeam;
+  constexpr int kSplit = normkit::kernel::kSplitPartTeam;
+  EXPECT_TRUE((kStaggersStart<Rms, true, 0, SmemLoop::kNone>));       // the plain loop, WHOLE
+  EXPECT_FALSE((kStaggersStart<Rms, false, 0, SmemLoop::kNone>));     // the checked loop
+  EXPECT_TRUE((kStaggersStart<AddRms, true, 0, SmemLoop::kNone>));
+  EXPECT_FALSE((kStaggersStart<AddRms, false, 0, SmemLoop::kNone>));
+  EXPECT_FALSE((kStaggersStart<RmsF32, true, 0, SmemLoop::kNone>));   // relayed
+  EXPECT_FALSE((kStaggersStart<Fp8Row, true, 1024, SmemLoop::kNone>));  // rolled
+  EXPECT_FALSE((kStaggersStart<Fp8Row, true, 512, SmemLoop::kNone>));
+  EXPECT_TRUE((kStaggersStart<Fp8Row, true, 0, SmemLoop::kNone>));  // not rolled: the plain loop
+  EXPECT_FALSE((kStaggersStart<Fp8Row, false, 0, SmemLoop::kNone>));
+  EXPECT_TRUE((kStaggersStart<Fp8Row, true, kRing, SmemLoop::kRing>));  // the ring, any cluster
+  EXPECT_TRUE((kStaggersStart<Rms, true, kRing, SmemLoop::kRing>));
+  EXPECT_TRUE((kStaggersStart<Rms, true, kPrefetch, SmemLoop::kPrefetch>));
+  EXPECT_TRUE((kStaggersStart<AddLn, true, kSplit, SmemLoop::kSplitPart>));
+  EXPECT_TRUE((kStaggersStart<AddLn, false, kSplit, SmemLoop::kSplitPart>));  // split parts take the counter checked too
 }
