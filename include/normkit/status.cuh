@@ -21,7 +21,7 @@ enum class Status : int {
   kErrorNoDevice,             ///< no CUDA device could be used
   kErrorCudaLaunch,           ///< the kernel launch itself failed
   kErrorCuda,                 ///< another CUDA runtime call failed
-  kErrorInvalidWorkspace,     ///< LaunchOptions::row_counter not 4-byte aligned
+  kErrorInvalidWorkspace,     ///< LaunchOptions::row_counter not 4-byte aligned, or overlapping the call's memory
 };
 
 /// A short English description of a status, for logs and error messages.
@@ -40,7 +40,9 @@ inline const char* status_string(Status s) noexcept {
     case Status::kErrorNoDevice: return "no usable CUDA device";
     case Status::kErrorCudaLaunch: return "kernel launch failed";
     case Status::kErrorCuda: return "a CUDA runtime call failed";
-    case Status::kErrorInvalidWorkspace: return "invalid row counter: LaunchOptions::row_counter must be 4-byte aligned";
+    case Status::kErrorInvalidWorkspace:
+      return "invalid row counter: LaunchOptions::row_counter must be 4-byte aligned and share no byte with the "
+             "call's inputs or outputs";
   }
   return "unknown status";
 }

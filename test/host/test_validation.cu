@@ -6,11 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <normkit/launch/validate.cuh>
 #include <normkit/status.cuh>
 
 #include "dispatch.h"
+#include "dispatch_extra.h"
 #include "test_support.h"
 
 namespace {
@@ -61,6 +64,122 @@ TEST(Validation, MisalignedRowCounter) {
     c.row_counter = static_cast<uint32_t*>(fake(0x700002));
     EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
   }
+}
+
+// LaunchOptions::row_counter must share no byte with the call's memory
+// (the kernels write it): refused before any CUDA call wherever its two
+// words meet x, y, mean, rstd, a residual, per-row scales or the weight.
+TEST(Validation, RowCounterInsideTheCallsMemory) {
+  const auto words_at = [](const void* p, intptr_t bytes) {
+    return reinterpret_cast<uint32_t*>(reinterpret_cast<intptr_t>(p) + bytes);
+  };
+  for (Op op : {Op::kLayerNorm, Op::kRmsNorm}) {
+    NormCall c = valid_call(op);  // bf16 [16, 1024]: x and y 32 KiB each
+    c.weight = fake(0x4000);
+    c.rstd = static_cast<float*>(fake(0x2000000));
+    for (intptr_t at : {intptr_t{0}, intptr_t{1000}, intptr_t{32768 - 8}, intptr_t{-4}, intptr_t{32768 - 4}}) {
+      c.row_counter = words_at(c.x, at);
+      EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace) << "x + " << at;
+      c.row_counter = words_at(c.y, at);
+      EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace) << "y + " << at;
+    }
+    c.row_counter = words_at(c.rstd, 15 * 4);  // the last row's rstd
+    EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
+    c.row_counter = words_at(c.weight, 2046);  // the weight's last element
+    EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
+  }
+  nktest::AddNormCall a;
+  a.x = fake(0x100000);
+  a.residual = fake(0x200000);
+  a.residual_out = fake(0x300000);
+  a.y = fake(0x400000);
+  a.weight = fake(0x4000);
+  a.rows = 16;
+  a.cols = 1024;
+  for (const void* region : {a.residual, static_cast<const void*>(a.residual_out)}) {
+    a.row_counter = words_at(region, 20000);
+    EXPECT_EQ(nktest::launch_add_norm(a), Status::kErrorInvalidWorkspace);
+  }
+  nktest::QuantCall q;
+  q.x = fake(0x100000);
+  q.y = fake(0x200000);
+  q.weight = fake(0x4000);
+  q.row_scales = static_cast<float*>(fake(0x300000));
+  q.rows = 16;
+  q.cols = 1024;
+  q.row_counter = words_at(q.row_scales, 60);
+  EXPECT_EQ(nktest::launch_quant(q), Status::kErrorInvalidWorkspace);
+}
+
+// Where the counter may lie: right before or after each region, not in it.
+// Params-shaped structs stand for the library's (the check reads fields by
+// name); fields of those names that are not pointers are ignored.
+struct NoFields {};
+struct Residuals {
+  const uint16_t* residual = nullptr;
+  uint16_t* residual_out = nullptr;
+  int64_t residual_stride = 0, residual_out_stride = 0;
+};
+struct RowScales {
+  float* row_scales = nullptr;
+};
+struct WeightBias {
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+};
+struct SameNamesNotPointers {  // a caller's epilogue may name fields so
+  float weight = 1.f;
+  int bias = 0;
+};
+template <class In, class Out, class Epi>
+struct FakeParams {
+  const uint16_t* x = nullptr;
+  uint16_t* y = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+  int64_t rows = 4, cols = 100, x_stride = 128, y_stride = 100;
+  In input;
+  Out output;
+  Epi epilogue;
+};
+
+TEST(Validation, RowCounterBesideTheCallsMemoryIsAccepted) {
+  using normkit::detail::row_counter_overlaps;
+  const auto words = [](uintptr_t a) { return reinterpret_cast<uint32_t*>(a); };
+  FakeParams<Residuals, RowScales, WeightBias> p;
+  p.x = reinterpret_cast<const uint16_t*>(0x10000);       // rows of 256 bytes, 200 used: ends at 0x10000 + 968
+  p.y = reinterpret_cast<uint16_t*>(0x20000);             // 800 bytes
+  p.mean = reinterpret_cast<float*>(0x30000);             // 16 bytes
+  p.rstd = reinterpret_cast<float*>(0x30100);
+  p.input.residual = reinterpret_cast<const uint16_t*>(0x40000);
+  p.input.residual_out = reinterpret_cast<uint16_t*>(0x50000);
+  p.input.residual_stride = p.input.residual_out_stride = 100;
+  p.output.row_scales = reinterpret_cast<float*>(0x60000);
+  p.epilogue.weight = reinterpret_cast<const float*>(0x70000);  // 400 bytes
+  p.epilogue.bias = reinterpret_cast<const float*>(0x80000);
+  EXPECT_FALSE(row_counter_overlaps(p, nullptr));
+  const std::pair<uintptr_t, uintptr_t> regions[] = {{0x10000, 0x10000 + 3 * 256 + 200}, {0x20000, 0x20000 + 800},
+                                                     {0x30000, 0x30010},  {0x30100, 0x30110},
+                                                     {0x40000, 0x40000 + 800}, {0x50000, 0x50000 + 800},
+                                                     {0x60000, 0x60010},  {0x70000, 0x70000 + 400},
+                                                     {0x80000, 0x80000 + 400}};
+  for (const auto& [begin, end] : regions) {
+    EXPECT_FALSE(row_counter_overlaps(p, words(begin - 8))) << std::hex << begin;
+    EXPECT_TRUE(row_counter_overlaps(p, words(begin - 4))) << std::hex << begin;
+    EXPECT_TRUE(row_counter_overlaps(p, words(end - 4))) << std::hex << begin;
+    EXPECT_FALSE(row_counter_overlaps(p, words(end))) << std::hex << begin;
+  }
+  // In the gap between two of x's rows (bytes 200-255 of each 256): not x's.
+  EXPECT_FALSE(row_counter_overlaps(p, words(0x10000 + 256 + 200)));
+  EXPECT_TRUE(row_counter_overlaps(p, words(0x10000 + 256 + 196)));
+  // Params without those policies' fields, or with fields of those names
+  // that are not pointers, are checked for x, y, mean and rstd alone.
+  FakeParams<NoFields, NoFields, SameNamesNotPointers> plain;
+  plain.x = p.x;
+  plain.y = p.y;
+  EXPECT_TRUE(row_counter_overlaps(plain, words(0x10000)));
+  EXPECT_FALSE(row_counter_overlaps(plain, words(0x40000)));
+  EXPECT_FALSE(row_counter_overlaps(plain, words(0x70000)));
 }
 
 TEST(Validation, BadShapes) {

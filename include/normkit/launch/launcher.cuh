@@ -57,10 +57,12 @@ struct LaunchOptions {
   /// The results are bitwise the same with or without it. Used by the
   /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
   /// slot-aligned or split (row_cluster_registers.cuh says which loops);
-  /// every other shape and loop ignores it. It must not overlap any input or
-  /// output (not checked). Not 4-byte aligned: kErrorInvalidWorkspace from
-  /// any call that would launch (a call with no rows, or a *_plan call,
-  /// does not look at it).
+  /// every other shape and loop ignores it. Not 4-byte aligned, or sharing a
+  /// byte with x, y, mean, rstd, a residual, per-row scales or the weight or
+  /// bias: kErrorInvalidWorkspace from any call that would launch, before any
+  /// CUDA call (a call with no rows, or a *_plan call, does not look at it;
+  /// the other pointers of a caller-written epilogue are not seen, so keep the
+  /// counter apart from them).
   uint32_t* row_counter = nullptr;
 };
 
@@ -499,7 +501,9 @@ struct Launcher {
 
   /// Launches validated params (strides resolved, rows > 0).
   static Status run(Params p, const LaunchOptions& opts, cudaStream_t stream) {
-    if (!row_counter_aligned(opts.row_counter)) return Status::kErrorInvalidWorkspace;
+    if (!row_counter_aligned(opts.row_counter) || row_counter_overlaps(p, opts.row_counter)) {
+      return Status::kErrorInvalidWorkspace;
+    }
     p.row_counter = opts.row_counter;
     int device = 0;
     DeviceCaps caps;

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "../config.cuh"
 #include "../status.cuh"
@@ -77,6 +79,53 @@ inline Status check_output(const Region& out, const Region* inputs, int n_inputs
     if (regions_overlap(out, inputs[i])) return Status::kErrorOverlap;
   }
   return Status::kSuccess;
+}
+
+// Which of the library's policies' pointers a Problem's Params carry: a
+// fused add's residual and residual_out (input::AddResidual), per-row scales
+// (output::QuantDynamicRow), an epilogue's weight and bias (epilogue::Scale,
+// epilogue::Affine). A field of such a name counts only as a pointer to
+// elements (a caller's policy may name a field so and mean something else).
+#define NORMKIT_DETAIL_HAS_POINTER_FIELD(name)                                                         \
+  template <class T, class = void>                                                                    \
+  struct has_pointer_##name : std::false_type {};                                                     \
+  template <class T>                                                                                  \
+  struct has_pointer_##name<T, std::void_t<decltype(std::declval<const T&>().name)>>                  \
+      : std::bool_constant<std::is_pointer_v<std::remove_cv_t<decltype(std::declval<const T&>().name)>> && \
+                           std::is_object_v<std::remove_pointer_t<decltype(std::declval<const T&>().name)>>> {};
+NORMKIT_DETAIL_HAS_POINTER_FIELD(residual)
+NORMKIT_DETAIL_HAS_POINTER_FIELD(residual_out)
+NORMKIT_DETAIL_HAS_POINTER_FIELD(row_scales)
+NORMKIT_DETAIL_HAS_POINTER_FIELD(weight)
+NORMKIT_DETAIL_HAS_POINTER_FIELD(bias)
+#undef NORMKIT_DETAIL_HAS_POINTER_FIELD
+
+/// Whether `counter`'s two 32-bit words (LaunchOptions::row_counter) share a
+/// byte with memory the call reads or writes, as far as the library can see
+/// it: x, y, mean, rstd, a fused add's residual and residual_out, per-row
+/// scales, and the weight and bias of epilogues that name them so (the
+/// library's own). A caller-written epilogue's other pointers are not seen.
+/// `p`: validated Params (strides resolved, rows > 0).
+template <class Params>
+bool row_counter_overlaps(const Params& p, const uint32_t* counter) {
+  if (counter == nullptr) return false;
+  const Region words{counter, 1, 2, 2, sizeof(uint32_t)};
+  const auto meets = [&](const auto* ptr, int64_t rows, int64_t cols, int64_t stride) {
+    return regions_overlap(words, Region{ptr, rows, cols, stride, static_cast<int64_t>(sizeof(*ptr))});
+  };
+  bool hit = meets(p.x, p.rows, p.cols, p.x_stride) || meets(p.y, p.rows, p.cols, p.y_stride) ||
+             meets(p.mean, p.rows, 1, 1) || meets(p.rstd, p.rows, 1, 1);
+  using InputParams = decltype(p.input);
+  if constexpr (has_pointer_residual<InputParams>::value && has_pointer_residual_out<InputParams>::value) {
+    hit = hit || meets(p.input.residual, p.rows, p.cols, p.input.residual_stride) ||
+          meets(p.input.residual_out, p.rows, p.cols, p.input.residual_out_stride);
+  }
+  if constexpr (has_pointer_row_scales<decltype(p.output)>::value) hit = hit || meets(p.output.row_scales, p.rows, 1, 1);
+  // The weight and bias: one row of N.
+  using EpilogueParams = decltype(p.epilogue);
+  if constexpr (has_pointer_weight<EpilogueParams>::value) hit = hit || meets(p.epilogue.weight, 1, p.cols, p.cols);
+  if constexpr (has_pointer_bias<EpilogueParams>::value) hit = hit || meets(p.epilogue.bias, 1, p.cols, p.cols);
+  return hit;
 }
 
 }  // namespace detail
