@@ -85,8 +85,16 @@ TEST(Validation, RowCounterInsideTheCallsMemory) {
     }
     c.row_counter = words_at(c.rstd, 15 * 4);  // the last row's rstd
     EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
-    c.row_counter = words_at(c.weight, 2046);  // the weight's last element
+    c.row_counter = words_at(c.weight, 2044);  // the weight's last two elements
     EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
+    if (op == Op::kLayerNorm) {
+      c.mean = static_cast<float*>(fake(0x3000000));
+      c.bias = fake(0x5000);
+      c.row_counter = words_at(c.mean, 0);
+      EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
+      c.row_counter = words_at(c.bias, -4);  // the second word on the bias's first element
+      EXPECT_EQ(nktest::launch(c), Status::kErrorInvalidWorkspace);
+    }
   }
   nktest::AddNormCall a;
   a.x = fake(0x100000);
@@ -112,24 +120,28 @@ TEST(Validation, RowCounterInsideTheCallsMemory) {
 }
 
 // Where the counter may lie: right before or after each region, not in it.
-// Params-shaped structs stand for the library's (the check reads fields by
-// name); fields of those names that are not pointers are ignored.
+// Params-shaped structs stand for the library's policies (which declare
+// kRegionsKnown); a caller's policy that does not declare it is not seen,
+// whatever its fields (a `weight` pointer may hold one scalar).
 struct NoFields {};
 struct Residuals {
   const uint16_t* residual = nullptr;
   uint16_t* residual_out = nullptr;
   int64_t residual_stride = 0, residual_out_stride = 0;
+  static constexpr bool kRegionsKnown = true;
 };
 struct RowScales {
   float* row_scales = nullptr;
+  static constexpr bool kRegionsKnown = true;
 };
 struct WeightBias {
   const float* weight = nullptr;
   const float* bias = nullptr;
+  static constexpr bool kRegionsKnown = true;
 };
-struct SameNamesNotPointers {  // a caller's epilogue may name fields so
-  float weight = 1.f;
-  int bias = 0;
+struct CallersWeight {  // a caller's epilogue: its weight one scalar, say
+  const float* weight = nullptr;
+  float bias = 0.f;
 };
 template <class In, class Out, class Epi>
 struct FakeParams {
@@ -172,14 +184,16 @@ TEST(Validation, RowCounterBesideTheCallsMemoryIsAccepted) {
   // In the gap between two of x's rows (bytes 200-255 of each 256): not x's.
   EXPECT_FALSE(row_counter_overlaps(p, words(0x10000 + 256 + 200)));
   EXPECT_TRUE(row_counter_overlaps(p, words(0x10000 + 256 + 196)));
-  // Params without those policies' fields, or with fields of those names
-  // that are not pointers, are checked for x, y, mean and rstd alone.
-  FakeParams<NoFields, NoFields, SameNamesNotPointers> plain;
+  // Params whose policies do not declare kRegionsKnown are checked for x,
+  // y, mean and rstd alone: a counter right after a caller's one-scalar
+  // weight is accepted.
+  FakeParams<NoFields, NoFields, CallersWeight> plain;
   plain.x = p.x;
   plain.y = p.y;
+  plain.epilogue.weight = p.epilogue.weight;
   EXPECT_TRUE(row_counter_overlaps(plain, words(0x10000)));
   EXPECT_FALSE(row_counter_overlaps(plain, words(0x40000)));
-  EXPECT_FALSE(row_counter_overlaps(plain, words(0x70000)));
+  EXPECT_FALSE(row_counter_overlaps(plain, words(0x70000 + 4)));
 }
 
 TEST(Validation, BadShapes) {

@@ -80,6 +80,8 @@ struct Affine {
   struct Params {
     const W* weight = nullptr;
     const W* bias = nullptr;
+    /// weight and bias hold N each (the row counter's overlap check, launch/validate.cuh).
+    static constexpr bool kRegionsKnown = true;
   };
 
   template <int VEC>
@@ -167,6 +169,8 @@ struct Scale {
   static constexpr bool kHomogeneous = true;
   struct Params {
     const W* weight = nullptr;
+    /// weight holds N (the row counter's overlap check, launch/validate.cuh).
+    static constexpr bool kRegionsKnown = true;
   };
 
   template <int VEC>

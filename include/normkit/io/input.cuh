@@ -108,6 +108,9 @@ struct AddResidual {
     int64_t residual_out_stride = 0;  ///< row stride of residual_out, in elements
     int residual_access = 0;          ///< access widths, set by the launcher
     int residual_out_access = 0;
+    /// residual and residual_out hold [M, N] at their strides (the row
+    /// counter's overlap check, launch/validate.cuh: regions_known).
+    static constexpr bool kRegionsKnown = true;
   };
 
   static void prepare(Params& q) {

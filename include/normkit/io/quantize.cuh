@@ -55,6 +55,8 @@ struct QuantDynamicRow {
   using Type = Q;
   struct Params {
     float* row_scales = nullptr;  ///< fp32 [rows]: the scale of each row
+    /// row_scales holds [M] (the row counter's overlap check, launch/validate.cuh).
+    static constexpr bool kRegionsKnown = true;
   };
   static constexpr bool kNeedsRowAbsMax = true;
   static constexpr bool kScalesByFactor = true;  ///< pack quantizes v * factor

@@ -81,31 +81,29 @@ inline Status check_output(const Region& out, const Region* inputs, int n_inputs
   return Status::kSuccess;
 }
 
-// Which of the library's policies' pointers a Problem's Params carry: a
-// fused add's residual and residual_out (input::AddResidual), per-row scales
-// (output::QuantDynamicRow), an epilogue's weight and bias (epilogue::Scale,
-// epilogue::Affine). A field of such a name counts only as a pointer to
-// elements (a caller's policy may name a field so and mean something else).
-#define NORMKIT_DETAIL_HAS_POINTER_FIELD(name)                                                         \
-  template <class T, class = void>                                                                    \
-  struct has_pointer_##name : std::false_type {};                                                     \
-  template <class T>                                                                                  \
-  struct has_pointer_##name<T, std::void_t<decltype(std::declval<const T&>().name)>>                  \
-      : std::bool_constant<std::is_pointer_v<std::remove_cv_t<decltype(std::declval<const T&>().name)>> && \
-                           std::is_object_v<std::remove_pointer_t<decltype(std::declval<const T&>().name)>>> {};
-NORMKIT_DETAIL_HAS_POINTER_FIELD(residual)
-NORMKIT_DETAIL_HAS_POINTER_FIELD(residual_out)
-NORMKIT_DETAIL_HAS_POINTER_FIELD(row_scales)
-NORMKIT_DETAIL_HAS_POINTER_FIELD(weight)
-NORMKIT_DETAIL_HAS_POINTER_FIELD(bias)
-#undef NORMKIT_DETAIL_HAS_POINTER_FIELD
+/// Whether a policy's Params declare the extents of their pointers known
+/// (`static constexpr bool kRegionsKnown = true`), so that
+/// row_counter_overlaps may check them: the library's AddResidual
+/// (residual and residual_out, [M, N] at their strides), QuantDynamicRow
+/// (row_scales, fp32 [M]), Scale and Affine (weight and bias, one row of
+/// N). A caller's policy may declare it if its fields have those names and
+/// extents; without it its pointers are not seen (a field named `weight`
+/// might hold one scalar: taking it as a row of N would refuse valid calls).
+template <class T, class = void>
+struct regions_known : std::false_type {};
+template <class T>
+struct regions_known<T, std::void_t<decltype(T::kRegionsKnown)>> : std::bool_constant<T::kRegionsKnown> {};
+
+/// Whether an epilogue's Params have a bias (Affine) beside the weight.
+template <class T, class = void>
+struct epilogue_has_bias : std::false_type {};
+template <class T>
+struct epilogue_has_bias<T, std::void_t<decltype(std::declval<const T&>().bias)>> : std::true_type {};
 
 /// Whether `counter`'s two 32-bit words (LaunchOptions::row_counter) share a
-/// byte with memory the call reads or writes, as far as the library can see
-/// it: x, y, mean, rstd, a fused add's residual and residual_out, per-row
-/// scales, and the weight and bias of epilogues that name them so (the
-/// library's own). A caller-written epilogue's other pointers are not seen.
-/// `p`: validated Params (strides resolved, rows > 0).
+/// byte with memory the call reads or writes, as far as the launcher knows
+/// it: x, y, mean, rstd, and the pointers of policies whose Params declare
+/// kRegionsKnown (above). `p`: validated Params (strides resolved, rows > 0).
 template <class Params>
 bool row_counter_overlaps(const Params& p, const uint32_t* counter) {
   if (counter == nullptr) return false;
@@ -116,15 +114,17 @@ bool row_counter_overlaps(const Params& p, const uint32_t* counter) {
   bool hit = meets(p.x, p.rows, p.cols, p.x_stride) || meets(p.y, p.rows, p.cols, p.y_stride) ||
              meets(p.mean, p.rows, 1, 1) || meets(p.rstd, p.rows, 1, 1);
   using InputParams = decltype(p.input);
-  if constexpr (has_pointer_residual<InputParams>::value && has_pointer_residual_out<InputParams>::value) {
+  using OutputParams = decltype(p.output);
+  using EpilogueParams = decltype(p.epilogue);
+  if constexpr (regions_known<InputParams>::value) {
     hit = hit || meets(p.input.residual, p.rows, p.cols, p.input.residual_stride) ||
           meets(p.input.residual_out, p.rows, p.cols, p.input.residual_out_stride);
   }
-  if constexpr (has_pointer_row_scales<decltype(p.output)>::value) hit = hit || meets(p.output.row_scales, p.rows, 1, 1);
-  // The weight and bias: one row of N.
-  using EpilogueParams = decltype(p.epilogue);
-  if constexpr (has_pointer_weight<EpilogueParams>::value) hit = hit || meets(p.epilogue.weight, 1, p.cols, p.cols);
-  if constexpr (has_pointer_bias<EpilogueParams>::value) hit = hit || meets(p.epilogue.bias, 1, p.cols, p.cols);
+  if constexpr (regions_known<OutputParams>::value) hit = hit || meets(p.output.row_scales, p.rows, 1, 1);
+  if constexpr (regions_known<EpilogueParams>::value) {
+    hit = hit || meets(p.epilogue.weight, 1, p.cols, p.cols);  // one row of N
+    if constexpr (epilogue_has_bias<EpilogueParams>::value) hit = hit || meets(p.epilogue.bias, 1, p.cols, p.cols);
+  }
   return hit;
 }
 
