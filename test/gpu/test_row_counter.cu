@@ -26,11 +26,7 @@ using nktest::DeviceBuffer;
 using nktest::DType;
 using nktest::Op;
 
-// NKTEST_RACECHECK=1 (set by .ci/gpu.sh under compute-sanitizer's racecheck).
-bool racecheck_mode() {
-  const char* v = std::getenv("NKTEST_RACECHECK");
-  return v != nullptr && v[0] == '1';
-}
+using nktest::racecheck_mode;
 
 // Batches: one row and fewer rows than resident clusters (which draw tickets
 // that name no row), and more than twice the resident clusters (15-66 at
@@ -270,7 +266,8 @@ TEST(RowCounter, PlainAndQuantizedMatchFixedStrideBitwise) {
 // it at zero. One case of each loop that takes the counter: the register
 // loop (add + RMSNorm 262144), split parts (add + LayerNorm 131072), the
 // prefetching loop (RMSNorm 131072) and the ring in clusters of 4 (per-row
-// fp8 262144). Cluster rows only (sm_90).
+// fp8 262144) and of 2 (per-row fp8 131072: change 135). Cluster rows only
+// (sm_90).
 TEST(RowCounter, RowsComeFromTheCounter) {
   NK_REQUIRE_GPU();
   if (!clusters_available()) GTEST_SKIP() << "no thread-block clusters on this device";
@@ -313,6 +310,7 @@ TEST(RowCounter, RowsComeFromTheCounter) {
   check("RMSNorm 131072",
         counted(norm_call(Op::kRmsNorm, DType::kBF16, x, y, w, b, mean, rstd, 0, m, 131072), nktest::launch));
   check("per-row fp8 262144", counted(fp8_call(x, y, w, &rstd, 0, m, 262144), nktest::launch_quant));
+  check("per-row fp8 131072", counted(fp8_call(x, y, w, &rstd, 0, m, 131072), nktest::launch_quant));
 }
 
 // Calls with a counter and at least kStartStaggerMinRounds rows per resident
@@ -320,10 +318,9 @@ TEST(RowCounter, RowsComeFromTheCounter) {
 // phase of a sixteenth of a round at the device's DRAM rate and SM clock;
 // calls with fewer rows, or without a counter, do not; the bits are the
 // fixed stride's either way. add + RMSNorm 262144 (the register loop in
-// clusters of 4), RMSNorm 262144 (the ring) and per-row fp8 131072 (the
-// ring in clusters of 2, which keeps the fixed stride but is staggered:
-// measured faster so); misaligned add + RMSNorm 262144 (the checked loop,
-// which keeps the fixed stride) is not staggered.
+// clusters of 4), RMSNorm 262144 (the ring in clusters of 4) and per-row
+// fp8 131072 (the ring in clusters of 2); misaligned add + RMSNorm 262144
+// (the checked loop, which keeps the fixed stride) is not staggered.
 TEST(RowCounter, StartsStaggeredWithEnoughRows) {
   NK_REQUIRE_GPU();
   if (!clusters_available()) GTEST_SKIP() << "no thread-block clusters on this device";

@@ -72,6 +72,14 @@ bool quick_mode() {
   return quick;
 }
 
+bool racecheck_mode() {
+  static const bool racecheck = [] {
+    const char* v = std::getenv("NKTEST_RACECHECK");
+    return v != nullptr && v[0] == '1';
+  }();
+  return racecheck;
+}
+
 uint64_t fresh_seed() {
   if (const char* s = std::getenv("NKTEST_SEED")) return std::strtoull(s, nullptr, 0);
   std::random_device rd;

@@ -58,6 +58,11 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 /// rows per case.
 bool quick_mode();
 
+/// NKTEST_RACECHECK=1 (set by .ci/gpu.sh under compute-sanitizer's
+/// racecheck, which is slower again): tests whose shared-memory hazards do
+/// not depend on a case's layout, element type or batch keep one of each.
+bool racecheck_mode();
+
 /// A fresh seed per call (from std::random_device), unless NKTEST_SEED is set.
 uint64_t fresh_seed();
 

@@ -29,7 +29,7 @@
 //
 // With a caller's counter (LaunchOptions::row_counter), the plain loop's
 // WHOLE form, split parts (WHOLE and checked), the prefetching loop and the
-// ring (in clusters of 4 or more) take their rows from it (row_schedule.cuh:
+// ring take their rows from it (row_schedule.cuh:
 // clusters that finish rows first take more of them); the checked plain
 // loop, relayed and rolled rows keep the fixed stride (measured, change 130:
 // the checked loop lost 4 points with it at add + RMSNorm; relayed and
@@ -90,9 +90,8 @@ enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> waits out
 /// its cluster's phase of the staggered start (start_stagger.cuh) before its
 /// first row: the loops that take their rows from the caller's row counter
-/// (the plain loop's WHOLE form, split parts, the prefetching loop, the ring
-/// in clusters of 4 or more) and the ring in clusters of 2, which keeps the fixed
-/// stride but measured faster staggered. The checked loop, relayed rows and
+/// (the plain loop's WHOLE form, split parts, the prefetching loop, the
+/// ring; kRingCounterMinCluster). The checked loop, relayed rows and
 /// rolled rows keep the fixed stride without a wait: a cluster started late
 /// there would finish late. The kernel compiles the wait in only where this
 /// holds (where it went unused it cost the checked loops, which spill, 0.5-1.3

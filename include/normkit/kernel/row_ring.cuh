@@ -60,11 +60,13 @@ inline constexpr int kRingChunkSlots = 2;
 inline constexpr int kRingChunks = 14 / kRingChunkSlots;
 
 /// Smallest cluster whose ring takes its rows from a caller's counter
-/// (LaunchOptions::row_counter): on an H100, per-row and static fp8 bf16 N =
-/// 262144 in clusters of 4 +2.9 and +2.1 points with it, but 131072 in
-/// clusters of 2 level, and -2.3 and -2.6 at M = 512 (docs/performance.md,
-/// change 130).
-inline constexpr unsigned kRingCounterMinCluster = 4;
+/// (LaunchOptions::row_counter): 2, every cluster the ring runs in. On an
+/// H100, per-row and static fp8 bf16 N = 262144 in clusters of 4 gained +2.9
+/// and +2.1 points with it (change 130); 131072 in clusters of 2 was level
+/// with it and -2.3 to -2.6 at M = 512 until the clusters started staggered,
+/// and with the stagger gained +3.5 and +2.9 (docs/performance.md, changes
+/// 130, 135 and 137).
+inline constexpr unsigned kRingCounterMinCluster = 2;
 
 /// Dynamic shared memory of a ring of a CTA of `threads` threads (its chunks
 /// and two mbarriers a chunk).

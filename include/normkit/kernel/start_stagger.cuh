@@ -15,11 +15,9 @@
 // the late clusters keep their rows and finish late, which lost at add +
 // RMSNorm (change 127), so the launcher staggers only calls with a counter,
 // and of those only the loops that take their rows from it (the plain
-// loop's WHOLE form, split parts, the prefetching loop, the ring in
-// clusters of 4 or more), and the ring in clusters of 2, which keeps the
-// fixed stride but measured faster staggered (change 132: per-row and
-// static fp8 bf16 131072 +0.7, +1.3 at M = 512). The checked loop, relayed
-// and rolled rows start together.
+// loop's WHOLE form, split parts, the prefetching loop, the ring; the ring
+// in clusters of 2, staggered since change 132, takes the counter since
+// change 137). The checked loop, relayed and rolled rows start together.
 //
 // The bits do not change: the delay only moves when rows run.
 #pragma once
