@@ -11,7 +11,8 @@
 # deadline, s), SHARDS and SHARDS_MID (gtest shards of the heaviest and the
 # middle-weight binaries), SHARDS_RACECHECK (the heaviest under racecheck), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS,
 # COMMIT (what the benchmark report names; the device's copy of .git may lag),
-# SANITIZERS (the compute-sanitizer tools the sanitize stage runs; default all four).
+# SANITIZERS (the compute-sanitizer tools the sanitize stage runs; default all four),
+# GPU_TESTS (a regex of the test binaries the test and sanitize stages run; default all).
 # The plain run and all four tools over the whole suite need more than one
 # 420 s stage on 16 cores (run 217: racecheck finished, the other three were
 # cut off): for a complete pass run `SANITIZERS=racecheck` and
@@ -48,7 +49,10 @@ if want build; then
   [ $rc -ne 0 ] && grep -m20 -B2 -A8 'error' "$LOGS/build.log"
 fi
 
-gpu_tests=$(ls "$BUILD"/test/test_gpu_* "$BUILD"/test/test_host_validation 2>/dev/null | grep -v -e '\.cmake$' -e '\[')
+# GPU_TESTS: an extended regex of the test binaries to run (default: every one),
+# e.g. 'test_gpu_(quant|row_counter)' to recheck what a change touched.
+gpu_tests=$(ls "$BUILD"/test/test_gpu_* "$BUILD"/test/test_host_validation 2>/dev/null | grep -v -e '\.cmake$' -e '\[' |
+  grep -E "${GPU_TESTS:-.}")
 host_only_tests=$(ls "$BUILD"/test/test_host_* 2>/dev/null | grep -v -e '\.cmake$' -e '\[' -e validation)
 
 # Runs one gtest binary, appending its totals to a file: name passed failed skipped rc seconds.
