@@ -86,12 +86,9 @@ Verdict check_add_params(Params& p, int64_t residual_stride, int64_t residual_ou
     return Verdict::kError;
   }
   using R = std::remove_const_t<std::remove_pointer_t<decltype(q.residual)>>;
-  const Region x{p.x, p.rows, p.cols, p.x_stride, sizeof(*p.x)};
-  const Region y{p.y, p.rows, p.cols, p.y_stride, sizeof(*p.y)};
+  const auto [x, y, mean, rstd] = call_regions(p);
   const Region r{q.residual, p.rows, p.cols, q.residual_stride, sizeof(R)};
   const Region ro{q.residual_out, p.rows, p.cols, q.residual_out_stride, sizeof(R)};
-  const Region mean{p.mean, p.rows, 1, 1, 4};
-  const Region rstd{p.rstd, p.rows, 1, 1, 4};
   const Region ro_others[] = {x, y, mean, rstd};
   const Region y_residuals[] = {r, ro};
   const Region r_stats[] = {mean, rstd};

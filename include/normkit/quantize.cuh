@@ -84,9 +84,8 @@ Status run_quant(typename Problem::Params p, const Args& a, const LaunchOptions&
   if constexpr (Problem::Output::kNeedsRowAbsMax) {
     p.output.row_scales = a.row_scales;
     const Region scales{a.row_scales, p.rows, 1, 1, 4};
-    const Region others[] = {Region{p.x, p.rows, p.cols, p.x_stride, sizeof(*p.x)},
-                             Region{p.y, p.rows, p.cols, p.y_stride, sizeof(*p.y)}, Region{p.mean, p.rows, 1, 1, 4},
-                             Region{p.rstd, p.rows, 1, 1, 4}};
+    const CallRegions c = call_regions(p);
+    const Region others[] = {c.x, c.y, c.mean, c.rstd};
     s = check_output(scales, others, 4, false);
     if (s != Status::kSuccess) return s;
   } else {

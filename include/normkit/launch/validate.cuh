@@ -30,6 +30,20 @@ struct Region {
   int64_t row_bytes() const { return cols * elem_bytes; }
 };
 
+/// The regions every call's Params name: x and y ([rows, cols] at their
+/// strides), mean and rstd (fp32 [rows]; null where not asked for).
+struct CallRegions {
+  Region x, y, mean, rstd;
+};
+
+/// `p`'s CallRegions (its strides resolved).
+template <class Params>
+CallRegions call_regions(const Params& p) {
+  return {Region{p.x, p.rows, p.cols, p.x_stride, static_cast<int64_t>(sizeof(*p.x))},
+          Region{p.y, p.rows, p.cols, p.y_stride, static_cast<int64_t>(sizeof(*p.y))},
+          Region{p.mean, p.rows, 1, 1, 4}, Region{p.rstd, p.rows, 1, 1, 4}};
+}
+
 /// True if the two regions share a byte. Exact when both have the same byte
 /// stride, or one of them is a single row (interleaved rows of one buffer are
 /// recognized as disjoint); otherwise any overlap of their spans counts.
@@ -111,8 +125,9 @@ bool row_counter_overlaps(const Params& p, const uint32_t* counter) {
   const auto meets = [&](const auto* ptr, int64_t rows, int64_t cols, int64_t stride) {
     return regions_overlap(words, Region{ptr, rows, cols, stride, static_cast<int64_t>(sizeof(*ptr))});
   };
-  bool hit = meets(p.x, p.rows, p.cols, p.x_stride) || meets(p.y, p.rows, p.cols, p.y_stride) ||
-             meets(p.mean, p.rows, 1, 1) || meets(p.rstd, p.rows, 1, 1);
+  const CallRegions c = call_regions(p);
+  bool hit = regions_overlap(words, c.x) || regions_overlap(words, c.y) || regions_overlap(words, c.mean) ||
+             regions_overlap(words, c.rstd);
   using InputParams = decltype(p.input);
   using OutputParams = decltype(p.output);
   using EpilogueParams = decltype(p.epilogue);
@@ -154,10 +169,7 @@ Verdict check_plain_params(Params& p, Status* status) {
     *status = Status::kErrorNullPointer;
     return Verdict::kError;
   }
-  const Region x{p.x, p.rows, p.cols, p.x_stride, sizeof(*p.x)};
-  const Region y{p.y, p.rows, p.cols, p.y_stride, sizeof(*p.y)};
-  const Region mean{p.mean, p.rows, 1, 1, 4};
-  const Region rstd{p.rstd, p.rows, 1, 1, 4};
+  const auto [x, y, mean, rstd] = call_regions(p);
   const Region y_inputs[] = {x};
   const Region mean_inputs[] = {x, y};
   const Region rstd_inputs[] = {x, y, mean};
