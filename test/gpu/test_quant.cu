@@ -262,9 +262,9 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
 TEST(Quant, WideAndClusterRegisterRows) {
   NK_REQUIRE_GPU();
   // Under racecheck one quantized type (the types differ only in the pack,
-  // which touches no shared memory), and below 137 rows of 131072 for 400:
-  // the ring holds those rows in shared memory, and at 400 the test alone ran
-  // past the 300 s a racecheck shard allows (device run 11 of the
+  // which touches no shared memory), and below 137 rows of 131072 instead of
+  // 400: the ring holds those rows in shared memory, and with 400 the test
+  // alone ran past the 300 s a racecheck shard allows (device run 11 of the
   // thirty-ninth session).
   const std::vector<QType> wide_types =
       nktest::racecheck_mode() ? std::vector<QType>{QType::kE4M3}
