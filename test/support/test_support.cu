@@ -64,19 +64,22 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   for (auto& th : pool) th.join();
 }
 
+namespace {
+// Whether the environment variable `name` is set and is neither empty nor
+// "0" (.ci/gpu.sh sets the test modes to 0 or 1).
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' && v[0] != '0';
+}
+}  // namespace
+
 bool quick_mode() {
-  static const bool quick = [] {
-    const char* q = std::getenv("NKTEST_QUICK");
-    return q != nullptr && q[0] != '\0' && q[0] != '0';
-  }();
+  static const bool quick = env_flag("NKTEST_QUICK");
   return quick;
 }
 
 bool racecheck_mode() {
-  static const bool racecheck = [] {
-    const char* v = std::getenv("NKTEST_RACECHECK");
-    return v != nullptr && v[0] == '1';
-  }();
+  static const bool racecheck = env_flag("NKTEST_RACECHECK");
   return racecheck;
 }
 

@@ -91,7 +91,7 @@ enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 /// its cluster's phase of the staggered start (start_stagger.cuh) before its
 /// first row: the loops that take their rows from the caller's row counter
 /// (the plain loop's WHOLE form, split parts, the prefetching loop, the
-/// ring; kRingCounterMinCluster). The checked loop, relayed rows and
+/// ring). The checked loop, relayed rows and
 /// rolled rows keep the fixed stride without a wait: a cluster started late
 /// there would finish late. The kernel compiles the wait in only where this
 /// holds (where it went unused it cost the checked loops, which spill, 0.5-1.3

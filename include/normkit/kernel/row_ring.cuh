@@ -59,15 +59,6 @@ inline constexpr int kRingChunkSlots = 2;
 /// and the ring's mbarriers; 1.75 rows' parts of 8 slots.
 inline constexpr int kRingChunks = 14 / kRingChunkSlots;
 
-/// Smallest cluster whose ring takes its rows from a caller's counter
-/// (LaunchOptions::row_counter): 2, every cluster the ring runs in. On an
-/// H100, per-row and static fp8 bf16 N = 262144 in clusters of 4 gained +2.9
-/// and +2.1 points with it (change 130); 131072 in clusters of 2 was level
-/// with it and -2.3 to -2.6 at M = 512 until the clusters started staggered,
-/// and with the stagger gained +3.5 and +2.9 (docs/performance.md, changes
-/// 130, 135 and 137).
-inline constexpr unsigned kRingCounterMinCluster = 2;
-
 /// Dynamic shared memory of a ring of a CTA of `threads` threads (its chunks
 /// and two mbarriers a chunk).
 NORMKIT_HOST_DEVICE constexpr size_t ring_smem_bytes(int threads) {
@@ -209,12 +200,15 @@ NORMKIT_DEVICE void ring_rows(const typename Problem::Params& p, int64_t first, 
   if (first >= p.rows) return;  // the launcher starts no more clusters than rows; a guard all the same
   // The CTA's rows: thread 0 copies chunks of the next two rows during a
   // row's output walk, after its reduction, so two rows ahead
-  // (row_schedule.cuh); from the caller's counter in clusters of at least
-  // kRingCounterMinCluster CTAs. Chunks are numbered in the CTA's sequence
-  // (at most 2^32: a CTA runs fewer than 2^29 rows of at least 2^15 bytes):
-  // chunk c is chunk c % CPR of the CTA's (c / CPR)-th row.
-  RowSchedule<2> rows(reducer.size() >= kernel::kRingCounterMinCluster ? p.row_counter : nullptr, reducer, first,
-                      stride);
+  // (row_schedule.cuh); from the caller's counter in every cluster the ring
+  // runs in. On an H100 the counter gained per-row and static fp8 bf16 N =
+  // 262144 (clusters of 4) +2.9 and +2.1 points (change 130), and 131072
+  // (clusters of 2, where it was level, and -2.3 to -2.6 at M = 512, until
+  // the clusters started staggered) +3.5 and +2.9 (changes 135 and 137).
+  // Chunks are numbered in the CTA's sequence (at most 2^32: a CTA runs
+  // fewer than 2^29 rows of at least 2^15 bytes): chunk c is chunk c % CPR
+  // of the CTA's (c / CPR)-th row.
+  RowSchedule<2> rows(p.row_counter, reducer, first, stride);
   uint32_t seq = 0;  // the current row's place in the CTA's sequence
   if (lane == 0) {
     for (int j = 0; j < R; ++j) {
