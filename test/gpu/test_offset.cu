@@ -3,8 +3,8 @@
 // writes (normkit::RmsNorm / normkit::LayerNorm with Scale<bf16, true> and
 // Affine<bf16, true>): every row length class the plan has a kernel shape
 // for, from rows_per_warp to a cluster's registers (bf16 N = 131072 in
-// clusters of 2, the prefetching loop; 262144 in clusters of 4, the ring
-// since change 107), contiguous, strided and one element off alignment,
+// clusters of 2 and 262144 in clusters of 4, the prefetching loop; 262144
+// ran the ring from change 107 to change 140), contiguous, strided and one element off alignment,
 // against a float64 reference of the bf16 inputs, y poisoned before each
 // launch and every element checked (the padding between strided rows must
 // stay poisoned); and rows that run a ring (aligned) must keep the bits of
@@ -225,9 +225,10 @@ TEST(WeightOffset, ZeroCentredLayerNormMatchesTheReferenceAtEveryShape) {
   check_lengths<CentredLayerNorm, true>();
 }
 
-// Gemma's rows in a cluster's registers: at N = 131072 (clusters of 2) the
-// prefetching loop, at 262144 (clusters of 4) the ring (change 107), both
-// holding the weight's (1 + w) slots in their own way; the same rows one
+// Gemma's rows in a cluster's registers: at N = 131072 (clusters of 2) and
+// 262144 (clusters of 4) the prefetching loop, at 524288 (clusters of 8)
+// the ring (change 140; 262144 ran it from change 107), both holding the
+// weight's (1 + w) slots in their own way; the same rows one
 // element off alignment run the checked plain loop, and must give the same
 // bits, y and rstd, as must the probe row run alone (a cluster's only row).
 TEST(WeightOffset, GemmaRowsKeepTheirBitsInEveryLoop) {
@@ -240,7 +241,9 @@ TEST(WeightOffset, GemmaRowsKeepTheirBitsInEveryLoop) {
     size_t smem;  ///< the loop's shared memory the aligned rows must run with
   };
   const Case cases[] = {{131072, quick ? 70 : 150, normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam)},
-                        {262144, quick ? 40 : 80, normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam)}};
+                        {262144, quick ? 40 : 80, normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam)},
+                        // Past the 14-16 resident clusters of 8, so that rings turn over.
+                        {524288, quick ? 20 : 40, normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam)}};
   for (const Case& k : cases) {
     const std::string what = "N=" + std::to_string(k.n);
     const Inputs in = make_inputs(k.rows, k.n, seed + k.n);

@@ -6,6 +6,7 @@
 // must leave its counter at zero, so that the next call on the stream
 // starts as this one did. Also end to end against the float64 reference.
 #include <gtest/gtest.h>
+#include <normkit/kernel/row_cluster_registers.cuh>
 #include <normkit/kernel/start_stagger.cuh>
 
 #include <cstdint>
@@ -217,9 +218,9 @@ TEST(RowCounter, FusedAddsMatchFixedStrideBitwise) {
   }
 }
 
-// RMSNorm (the prefetching loop at 131072, the ring in clusters of 4 at
-// 262144), fp32 LayerNorm, per-row and static fp8 (the ring: the fixed
-// stride in clusters of 2, the counter in clusters of 4).
+// RMSNorm (the prefetching loop in clusters of 2 at 131072 and of 4 at
+// 262144), fp32 LayerNorm, per-row and static fp8 (the ring in clusters of
+// 2 and 4).
 TEST(RowCounter, PlainAndQuantizedMatchFixedStrideBitwise) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
@@ -320,12 +321,79 @@ TEST(RowCounter, RowsComeFromTheCounter) {
         size_t(m) * 131072);
 }
 
+// Rolled rows (per-row fp8 bf16 65536: clusters of 2 CTAs of 512 threads)
+// take the counter, and the staggered start, only in calls of
+// kRollCounterMinRounds rows or more per resident cluster (change 141):
+// above it a counter that starts at M leaves rows unwritten and ends at
+// zero; below it the launcher drops the counter, so every row is written and
+// the counter is left as it was. Both with the fixed stride's bits. Not
+// under racecheck (the carry of a ticket is the reducer's, which the tests
+// above racecheck in the other loops; 1584 rows of 65536 would not fit a
+// racecheck shard's time).
+TEST(RowCounter, RolledRowsTakeItOnlyWithEnoughRounds) {
+  NK_REQUIRE_GPU();
+  if (!clusters_available()) GTEST_SKIP() << "no thread-block clusters on this device";
+  if (racecheck_mode()) GTEST_SKIP() << "not under racecheck (see above)";
+  int dev = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  const int64_t n = 65536;
+  // Between sms / 2 and 2 * sms clusters of 2 are resident (one to four
+  // CTAs of 512 threads an SM), so 2 * sms rows are at most 4 rounds, under
+  // the threshold, and kRollCounterMinRounds * 2 * sms at least that many.
+  const int64_t rounds = normkit::kernel::kRollCounterMinRounds;
+  static_assert(normkit::kernel::kRollCounterMinRounds > 4, "the small batch below must stay under the threshold");
+  const int64_t big = rounds * 2 * sms, small = 2 * sms;
+  const uint64_t seed = nktest::fresh_seed();
+  DeviceBuffer x(big * n * 2), y(big * n), w(n * 2), scales(big * 4), counter(2 * sizeof(uint32_t));
+  fill_random_bf16(x, seed);
+  fill_random_bf16(w, seed + 2);
+  for (const int64_t m : {big, small}) {
+    const bool counted_rows = m == big;
+    const std::string what = "per-row fp8 65536 M=" + std::to_string(m) + " seed=" + std::to_string(seed);
+    nktest::QuantCall c = fp8_call(x, y, w, &scales, 0, m, n);
+    normkit::LaunchPlan ran;
+    c.launched = &ran;
+    const auto launch = counted(c, nktest::launch_quant);
+    // The fixed stride's bits, then twice with a (zeroed) counter.
+    expect_same_with_counter(what, launch, {&y, &scales});
+    ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
+    ASSERT_EQ(ran.cluster, 2) << what;
+    ASSERT_EQ(ran.threads, 512) << what << ": these rows roll in CTAs of 512 threads";
+    if (counted_rows) {
+      EXPECT_GT(ran.start_stagger_cycles, 0u) << what << ": rolled rows with a counter start staggered";
+    } else {
+      EXPECT_EQ(ran.start_stagger_cycles, 0u) << what << ": staggered without taking the counter";
+    }
+    // A counter that starts at M: taken, it names only rows past the batch.
+    const uint32_t start[2] = {static_cast<uint32_t>(m), 0};
+    ASSERT_EQ(cudaMemcpy(counter.data(), start, sizeof start, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
+    ASSERT_EQ(launch(reinterpret_cast<uint32_t*>(counter.data())), Status::kSuccess) << what;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    const auto out = nktest::download(y.data(), size_t(m) * n);
+    int64_t poisoned_words = 0;  // two 0xFF bytes: two e4m3 NaNs, which no row writes
+    for (size_t i = 0; i + 1 < out.size(); i += 2) poisoned_words += out[i] == 0xFF && out[i + 1] == 0xFF;
+    uint32_t left[2] = {1, 1};
+    ASSERT_EQ(cudaMemcpy(left, counter.data(), sizeof left, cudaMemcpyDeviceToHost), cudaSuccess);
+    if (counted_rows) {
+      EXPECT_GT(poisoned_words, 0) << what << ": every row was written, so the counter was not consulted";
+      EXPECT_EQ(left[0], 0u) << what << ": the counter was not left at zero";
+      EXPECT_EQ(left[1], 0u) << what;
+    } else {
+      EXPECT_EQ(poisoned_words, 0) << what << ": rows left unwritten, so the counter was taken under the threshold";
+      EXPECT_EQ(left[0], static_cast<uint32_t>(m)) << what << ": the counter was touched under the threshold";
+      EXPECT_EQ(left[1], 0u) << what;
+    }
+  }
+}
+
 // Calls with a counter and at least kStartStaggerMinRounds rows per resident
 // cluster start their clusters staggered (kernel/start_stagger.cuh), by a
 // phase of a sixteenth of a round at the device's DRAM rate and SM clock;
 // calls with fewer rows, or without a counter, do not; the bits are the
 // fixed stride's either way. add + RMSNorm 262144 (the register loop in
-// clusters of 4), RMSNorm 262144 (the ring in clusters of 4) and per-row
+// clusters of 4), RMSNorm 262144 (the prefetching loop in clusters of 4) and per-row
 // fp8 131072 (the ring in clusters of 2); misaligned add + RMSNorm 262144
 // (the checked loop, which keeps the fixed stride) is not staggered.
 TEST(RowCounter, StartsStaggeredWithEnoughRows) {

@@ -114,8 +114,9 @@ void check_cluster_register_rows(const std::vector<ClusterRowsCase>& cases) {
     EXPECT_EQ(r.plan.shape, Shape::kRowInClusterRegisters) << nktest::describe(s);
     const bool prefetched = c.op == Op::kLayerNorm ? c.t == DType::kF32 : c.t != DType::kF32;
     if (prefetched && c.shape == Shape::kAuto) {
-      // 16-bit RMSNorm rows in clusters of 4 run through the ring instead (change 107).
-      const bool ringed = c.op == Op::kRmsNorm && r.plan.cluster >= 4;
+      // 16-bit RMSNorm rows in clusters of 8 run through the ring instead
+      // (change 107 from clusters of 4; change 140 from 8).
+      const bool ringed = c.op == Op::kRmsNorm && r.plan.cluster >= 8;
       const size_t ring = ringed ? normkit::kernel::ring_smem_bytes(normkit::kernel::kRingTeam)
                                  : normkit::kernel::prefetch_smem_bytes(normkit::kernel::kPrefetchTeam);
       EXPECT_EQ(r.plan.smem_bytes, c.x_misalign == 0 ? ring : 0u)
@@ -157,7 +158,7 @@ TEST(Shapes, ClusterRegisterRowsManyPerLargerCluster16Bit) {
   NK_REQUIRE_GPU();
   const bool quick = nktest::quick_mode();
   check_cluster_register_rows({
-      // Clusters of 4 (changes 96, 107): ringed where aligned, in place too.
+      // Clusters of 4 (changes 96, 140): prefetched where aligned, in place too.
       // Under the sanitizers too, more rows than the 30-33 clusters, so that
       // some clusters' rings turn over (20 rows left every cluster one row;
       // 70 ran racecheck's shard of this test past its stage, run 244).

@@ -749,10 +749,10 @@ TEST(Plan, PrefetchedRowsTakeTheirRingWhereItFits) {
 // Rows both the ring (kernel::kRingsRows) and the prefetching loop
 // (kernel::kPrefetchesRows) admit (16-bit RMSNorm rows whose output needs
 // no maximum: converted, or quantized with a static scale) take the one
-// measured faster (rings_over_prefetch, change 107): quantized ones the
-// ring in any cluster, converted ones the ring in clusters of 4 or more and
-// the prefetching loop in clusters of 2; on a device without the shared
-// memory for the ring, the prefetching loop's smaller one.
+// measured faster (rings_over_prefetch, changes 107 and 140): quantized
+// ones the ring in any cluster, converted ones the prefetching loop in
+// clusters of 2 and 4 and the ring in clusters of 8; on a device without
+// the shared memory for the ring, the prefetching loop's smaller one.
 TEST(Plan, RowsBothRingsAdmitTakeTheMeasuredOne) {
   auto both = [](RowFormat f) {
     f.rings_rows = true;
@@ -767,7 +767,7 @@ TEST(Plan, RowsBothRingsAdmitTakeTheMeasuredOne) {
     size_t smem;
   };
   const Case cases[] = {{both(bf16_row(131072)), 2, prefetch},
-                        {both(bf16_row(262144)), 4, ring},
+                        {both(bf16_row(262144)), 4, prefetch},
                         {both(bf16_row(524288)), 8, ring},
                         {both(static_row(bf16_row(131072))), 2, ring},
                         {both(static_row(bf16_row(262144))), 4, ring}};
@@ -784,7 +784,9 @@ TEST(Plan, RowsBothRingsAdmitTakeTheMeasuredOne) {
   }
   EXPECT_TRUE(normkit::detail::rings_over_prefetch(static_row(bf16_row(131072)), 2));
   EXPECT_FALSE(normkit::detail::rings_over_prefetch(bf16_row(131072), 2));
-  EXPECT_TRUE(normkit::detail::rings_over_prefetch(bf16_row(262144), 4));
+  EXPECT_FALSE(normkit::detail::rings_over_prefetch(bf16_row(262144), 4));
+  EXPECT_TRUE(normkit::detail::rings_over_prefetch(static_row(bf16_row(262144)), 4));
+  EXPECT_TRUE(normkit::detail::rings_over_prefetch(bf16_row(524288), 8));
 }
 
 TEST(Plan, ForcedShapesAreCheckedAgainstTheirCapacity) {
@@ -895,10 +897,12 @@ TEST(StartStagger, NoneForShortCallsOneClusterOrUnreportedClocks) {
 // (kernel::kStaggersStart: the kernel compiles the wait by it, and the
 // launcher computes the step by it for the instantiation it launches): the
 // loops that take their rows from the counter (the plain loop's WHOLE form,
-// split parts WHOLE or checked, the prefetching loop) and the ring; never the
-// checked plain loop, relayed rows or rolled rows, which keep the fixed
-// stride, where a late cluster would finish late.
-TEST(StartStagger, OnlyLoopsThatTakeTheCounterOrRingWait) {
+// rolled rows since change 141, split parts WHOLE or checked, the
+// prefetching loop, the ring); never the checked plain loop or relayed rows,
+// which keep the fixed stride, where a late cluster would finish late. And
+// which take the counter only from kCounterMinRounds rows per resident
+// cluster: rolled rows (change 141), from kRollCounterMinRounds.
+TEST(StartStagger, OnlyLoopsThatTakeTheCounterWait) {
   using normkit::kernel::kStaggersStart;
   using normkit::kernel::SmemLoop;
   using bf16 = normkit::bfloat16;
@@ -919,8 +923,8 @@ TEST(StartStagger, OnlyLoopsThatTakeTheCounterOrRingWait) {
   EXPECT_TRUE((kStaggersStart<AddRms, true, 0, SmemLoop::kNone>));
   EXPECT_FALSE((kStaggersStart<AddRms, false, 0, SmemLoop::kNone>));
   EXPECT_FALSE((kStaggersStart<RmsF32, true, 0, SmemLoop::kNone>));   // relayed
-  EXPECT_FALSE((kStaggersStart<Fp8Row, true, 1024, SmemLoop::kNone>));  // rolled
-  EXPECT_FALSE((kStaggersStart<Fp8Row, true, 512, SmemLoop::kNone>));
+  EXPECT_TRUE((kStaggersStart<Fp8Row, true, 1024, SmemLoop::kNone>));  // rolled
+  EXPECT_TRUE((kStaggersStart<Fp8Row, true, 512, SmemLoop::kNone>));
   EXPECT_TRUE((kStaggersStart<Fp8Row, true, 0, SmemLoop::kNone>));  // not rolled: the plain loop
   EXPECT_FALSE((kStaggersStart<Fp8Row, false, 0, SmemLoop::kNone>));
   EXPECT_TRUE((kStaggersStart<Fp8Row, true, kRing, SmemLoop::kRing>));  // the ring, any cluster
@@ -928,4 +932,14 @@ TEST(StartStagger, OnlyLoopsThatTakeTheCounterOrRingWait) {
   EXPECT_TRUE((kStaggersStart<Rms, true, kPrefetch, SmemLoop::kPrefetch>));
   EXPECT_TRUE((kStaggersStart<AddLn, true, kSplit, SmemLoop::kSplitPart>));
   EXPECT_TRUE((kStaggersStart<AddLn, false, kSplit, SmemLoop::kSplitPart>));  // split parts take the counter checked too
+  using normkit::kernel::kCounterMinRounds;
+  constexpr int64_t kRolled = normkit::kernel::kRollCounterMinRounds;
+  static_assert(kRolled > normkit::kernel::kStartStaggerMinRounds, "rolled rows lost with the counter at 4 rounds");
+  EXPECT_EQ((kCounterMinRounds<Fp8Row, true, 512, SmemLoop::kNone>), kRolled);  // rolled
+  EXPECT_EQ((kCounterMinRounds<Fp8Row, true, 1024, SmemLoop::kNone>), kRolled);
+  EXPECT_EQ((kCounterMinRounds<Fp8Row, true, 0, SmemLoop::kNone>), 0);  // the plain loop
+  EXPECT_EQ((kCounterMinRounds<Fp8Row, true, kRing, SmemLoop::kRing>), 0);
+  EXPECT_EQ((kCounterMinRounds<Rms, true, 0, SmemLoop::kNone>), 0);
+  EXPECT_EQ((kCounterMinRounds<Rms, true, kPrefetch, SmemLoop::kPrefetch>), 0);
+  EXPECT_EQ((kCounterMinRounds<AddLn, true, kSplit, SmemLoop::kSplitPart>), 0);
 }

@@ -23,17 +23,18 @@
 // slots from a small ring the copy engine filled during the previous row
 // (kPrefetchesRows, row_prefetch.cuh), but for the 16-bit rows the plan
 // runs through the ring instead (static scales in any cluster, converted
-// rows in clusters of 4 or more: change 107). 16-bit add + LayerNorm rows
+// rows in clusters of 8: changes 107 and 140). 16-bit add + LayerNorm rows
 // whose parts of 8 slots fill a cluster of 2 hold them split, half in
 // shared memory (kSplitsParts, row_split_part.cuh: change 115).
 //
 // With a caller's counter (LaunchOptions::row_counter), the plain loop's
-// WHOLE form, split parts (WHOLE and checked), the prefetching loop and the
-// ring take their rows from it (row_schedule.cuh:
-// clusters that finish rows first take more of them); the checked plain
-// loop, relayed and rolled rows keep the fixed stride (measured, change 130:
-// the checked loop lost 4 points with it at add + RMSNorm; relayed and
-// rolled rows not measured).
+// WHOLE form, split parts (WHOLE and checked), the prefetching loop, the
+// ring and rolled rows take their rows from it (row_schedule.cuh:
+// clusters that finish rows first take more of them), rolled rows only in
+// calls of kRollCounterMinRounds rows or more per resident cluster; the
+// checked plain loop and relayed rows keep the fixed stride (measured,
+// change 130: the checked loop lost 4 points with it at add + RMSNorm;
+// relayed rows not measured).
 #pragma once
 
 #include <cstdint>
@@ -90,16 +91,35 @@ enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> waits out
 /// its cluster's phase of the staggered start (start_stagger.cuh) before its
 /// first row: the loops that take their rows from the caller's row counter
-/// (the plain loop's WHOLE form, split parts, the prefetching loop, the
-/// ring). The checked loop, relayed rows and
-/// rolled rows keep the fixed stride without a wait: a cluster started late
-/// there would finish late. The kernel compiles the wait in only where this
-/// holds (where it went unused it cost the checked loops, which spill, 0.5-1.3
-/// points; device run 305), and the launcher computes the wait's step only for
-/// the instantiation it launches, from this same trait.
+/// (the plain loop's WHOLE form, rolled rows, split parts, the prefetching
+/// loop, the ring). The checked loop and relayed rows keep the fixed stride
+/// without a wait: a cluster started late there would finish late. The
+/// kernel compiles the wait in only where this holds (where it went unused
+/// it cost the checked loops, which spill, 0.5-1.3 points; device run 305),
+/// and the launcher computes the wait's step only for the instantiation it
+/// launches, from this same trait.
 template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
-inline constexpr bool kStaggersStart =
-    LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem> && !(kRollsRows<Problem> && TEAM > 0));
+inline constexpr bool kStaggersStart = LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem>);
+
+/// Rolled rows (kRollsRows, WHOLE, TEAM > 0) take the caller's row counter
+/// only in calls of at least this many rows per resident cluster; below it
+/// the launcher runs them at the fixed stride (LaunchOptions::row_counter
+/// dropped for the call, so no stagger either). Measured (docs/performance.md,
+/// change 141; per-row fp8 and int8 bf16 N = 65536, 132 clusters of 2 on an
+/// H100, counter against fixed stride): 2-4 rounds -1.5 to -2.6 points (the
+/// fixed stride gives those few rows out evenly, and a ticket costs), 5.3
+/// rounds level, 7.8 rounds +2.5, 31 rounds +3.2 and +3.5.
+inline constexpr int64_t kRollCounterMinRounds = 6;
+
+/// The fewest rows per resident cluster at which
+/// row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> takes the caller's
+/// row counter (launch/launcher.cuh drops it for smaller calls): for rolled
+/// rows kRollCounterMinRounds; 0 (any call) for the other loops that take it.
+template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
+inline constexpr int64_t kCounterMinRounds =
+    LOOP == SmemLoop::kNone && WHOLE && kRollsRows<Problem> && TEAM > 0 && !kRelaysRows<Problem>
+        ? kRollCounterMinRounds
+        : 0;
 
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
@@ -177,20 +197,23 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
                                            reducer, ring_bytes);
   } else if constexpr (kRollsRows<Problem> && WHOLE && TEAM > 0) {
     // Each row's output walk loads the next row's part into the registers it
-    // frees (normalize_held_part's ROLL).
+    // frees (normalize_held_part's ROLL), so the next row must be known at
+    // the top of this one: with a counter, a row's ticket names the row two
+    // after it (LEAD = 2, as the ring's; change 141).
     const int lane = threadIdx.x;
-    const int64_t stride = gridDim.x / csize;
-    int64_t row = blockIdx.x / csize;
+    detail::RowSchedule<2> rows(p.row_counter, reducer, blockIdx.x / csize, gridDim.x / csize);
     detail::RawSlot<typename Problem::Storage, Problem::kVec> v[VECS];
     // (The launcher starts no more clusters than rows; a guard all the same.)
-    if (row < p.rows) {
-      detail::load_input<typename Problem::Input, VECS, Problem::kVec, WHOLE>(p, row, col_base, cols, 0, lane, TEAM,
-                                                                             true, v);
+    if (rows.row() < p.rows) {
+      detail::load_input<typename Problem::Input, VECS, Problem::kVec, WHOLE>(p, rows.row(), col_base, cols, 0, lane,
+                                                                             TEAM, true, v);
     }
-    for (; row < p.rows; row += stride) {
-      const int64_t next = row + stride < p.rows ? row + stride : -1;
+    for (; rows.row() < p.rows; rows.advance()) {
+      rows.draw(reducer);
+      const int64_t next = rows.ahead(1) < p.rows ? rows.ahead(1) : -1;
       detail::normalize_held_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax, false, true>(
-          p, row, true, col_base, cols, reducer.rank() == 0, lane, TEAM, reducer, v, next);
+          p, rows.row(), true, col_base, cols, reducer.rank() == 0, lane, TEAM, reducer, v, next);
+      rows.learn(reducer);
     }
   } else {
     // WHOLE rows from the caller's counter, if any (see above).

@@ -15,9 +15,11 @@
 // the late clusters keep their rows and finish late, which lost at add +
 // RMSNorm (change 127), so the launcher staggers only calls with a counter,
 // and of those only the loops that take their rows from it (the plain
-// loop's WHOLE form, split parts, the prefetching loop, the ring; the ring
-// in clusters of 2, staggered since change 132, takes the counter since
-// change 137). The checked loop, relayed and rolled rows start together.
+// loop's WHOLE form, split parts, the prefetching loop, the ring, rolled
+// rows; the ring in clusters of 2, staggered since change 132, takes the
+// counter since change 137, rolled rows both since change 141, in calls of
+// kRollCounterMinRounds rows per cluster or more). The checked loop and
+// relayed rows start together.
 //
 // The bits do not change: the delay only moves when rows run.
 #pragma once

@@ -56,8 +56,9 @@ struct LaunchOptions {
   /// clusters take fewer rows; kernel/start_stagger.cuh, changes 132 and 134).
   /// The results are bitwise the same with or without it. Used by the
   /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
-  /// slot-aligned or split (row_cluster_registers.cuh says which loops);
-  /// every other shape and loop ignores it. Not 4-byte aligned, or sharing a
+  /// slot-aligned or split (row_cluster_registers.cuh says which loops;
+  /// rolled rows only in calls of kernel::kRollCounterMinRounds, 6, rows or
+  /// more per resident cluster); every other shape and loop ignores it. Not 4-byte aligned, or sharing a
   /// byte with x, y, mean, rstd, a residual, per-row scales or the weight or
   /// bias: kErrorInvalidWorkspace from any call that would launch, before any
   /// CUDA call (a call with no rows, or a *_plan call, does not look at it; a
@@ -419,13 +420,15 @@ struct Launcher {
   /// resident clusters (launch_resident), its start staggered where that
   /// instantiation waits for it (kernel::kStaggersStart, the predicate the
   /// kernel compiles the wait by), so that plan.start_stagger_cycles reports
-  /// the wait the kernel runs.
+  /// the wait the kernel runs, and with the caller's counter only in calls
+  /// of kernel::kCounterMinRounds rows or more per resident cluster.
   template <int VECS, bool WHOLE, int TEAM = 0, kernel::SmemLoop LOOP = kernel::SmemLoop::kNone>
   static Status launch_cluster_loop(const Params& p, LaunchPlan& plan, size_t smem, int device, const DeviceCaps& caps,
                                     cudaStream_t stream) {
     constexpr bool kStaggers = kernel::kStaggersStart<Problem, WHOLE, TEAM, LOOP>;
     return launch_resident(&kernel::row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP>, p, plan, smem, device,
-                           caps, stream, kStaggers ? &plan.start_stagger_cycles : nullptr);
+                           caps, stream, kStaggers ? &plan.start_stagger_cycles : nullptr,
+                           kernel::kCounterMinRounds<Problem, WHOLE, TEAM, LOOP>);
   }
 
   /// Launches `kernel(p, plan.chunk)` on as many CTAs or clusters as are
@@ -434,26 +437,31 @@ struct Launcher {
   /// (launch_cluster_loop, kernel::kStaggersStart), receives the cycles
   /// between the phases of the clusters' start (Params::start_stagger_cycles),
   /// staggered only in calls with a counter (kernel/start_stagger.cuh); null:
-  /// not staggered.
+  /// not staggered. `counter_min_rounds`: calls with fewer rows per resident
+  /// cluster run without the caller's counter (kernel::kCounterMinRounds).
   template <class Kernel>
   static Status launch_resident(Kernel kernel, const Params& p, const LaunchPlan& plan, size_t smem, int device,
-                                const DeviceCaps& caps, cudaStream_t stream, uint32_t* stagger = nullptr) {
+                                const DeviceCaps& caps, cudaStream_t stream, uint32_t* stagger = nullptr,
+                                int64_t counter_min_rounds = 0) {
     int64_t units = 0;
     const Status s =
         resident_units(reinterpret_cast<const void*>(kernel), device, caps, plan.threads, smem, plan.cluster, &units);
     if (s != Status::kSuccess) return s;
     const int64_t clusters = p.rows < units ? p.rows : units;
-    if (stagger == nullptr) {
+    if (stagger == nullptr && counter_min_rounds == 0) {
       return launch_kernel(kernel, clusters * plan.cluster, plan.threads, smem, plan.cluster, stream, p, plan.chunk);
     }
-    Params staggered = p;
-    staggered.start_stagger_cycles =
-        p.row_counter == nullptr
-            ? 0
-            : start_stagger_cycles(p.rows, clusters, row_traffic_bytes(p), caps.dram_bytes_per_ns, caps.sm_clock_khz);
+    Params q = p;
+    if (q.rows < counter_min_rounds * clusters) q.row_counter = nullptr;
+    if (stagger != nullptr) {
+      q.start_stagger_cycles =
+          q.row_counter == nullptr
+              ? 0
+              : start_stagger_cycles(q.rows, clusters, row_traffic_bytes(q), caps.dram_bytes_per_ns, caps.sm_clock_khz);
+    }
     const Status launched =
-        launch_kernel(kernel, clusters * plan.cluster, plan.threads, smem, plan.cluster, stream, staggered, plan.chunk);
-    *stagger = launched == Status::kSuccess ? staggered.start_stagger_cycles : 0;
+        launch_kernel(kernel, clusters * plan.cluster, plan.threads, smem, plan.cluster, stream, q, plan.chunk);
+    if (stagger != nullptr) *stagger = launched == Status::kSuccess ? q.start_stagger_cycles : 0;
     return launched;
   }
 

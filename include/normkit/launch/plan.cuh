@@ -472,14 +472,17 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
 /// (kernel::kRingsRows) and its prefetching loop (kernel::kPrefetchesRows)
 /// admit through the ring, in clusters of `cluster` CTAs: quantized ones
 /// (a static scale) in any cluster, converted ones (16-bit RMSNorm, Gemma's
-/// (1 + w)) in clusters of 4 or more. Measured (docs/performance.md, change
-/// 107; bf16, A/B against the prefetching loop): N = 262144 (clusters of 4)
-/// static int8 81.0% -> 90.3% of the copy, fp8 85.6% -> 91.0%, Gemma 84.8%
-/// -> 88.5%, RMSNorm 85.7% -> 87.9%; N = 131072 (clusters of 2) static int8
-/// 86.7% -> 91.9%, fp8 90.7% -> 92.8%, but Gemma 91.8% -> 90.5% and RMSNorm
-/// 92.1% -> 90.7%, so converted rows keep the prefetching loop there. In
-/// clusters of 8 (16-bit rows past 512 KiB) unmeasured.
-inline bool rings_over_prefetch(const RowFormat& f, int cluster) { return f.quantized || cluster >= 4; }
+/// (1 + w)) only in clusters of 8. Change 107 (docs/performance.md; bf16,
+/// without a row counter) measured the ring ahead at N = 262144 (clusters
+/// of 4) for static int8 81.0% -> 90.3% of the copy, fp8 85.6% -> 91.0%,
+/// Gemma 84.8% -> 88.5%, RMSNorm 85.7% -> 87.9%, and at 131072 (clusters of
+/// 2) for static int8 and fp8 but not converted rows. Since the row counter
+/// and the staggered start (changes 131, 134), which the prefetching loop
+/// takes, converted rows of 262144 gain by it again (change 140, H100, with
+/// a counter): RMSNorm 92.9% -> 97.9%, Gemma 92.9% -> 97.8%, at M = 128
+/// +2.6 and +2.9. Clusters of 8 (16-bit rows past 512 KiB) keep the ring,
+/// unmeasured either way.
+inline bool rings_over_prefetch(const RowFormat& f, int cluster) { return f.quantized || cluster >= 8; }
 
 /// The ring row_cluster_registers runs these rows through in CTAs of
 /// `threads` threads in clusters of `cluster`: ringed rows' (kernel::kRingsRows, CTAs of
