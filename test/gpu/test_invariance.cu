@@ -489,8 +489,9 @@ TEST(BatchInvariance, RelayedFp32RowsKeepTheirBits) {
 // CTAs of 1024 threads are prefetched (kernel/row_prefetch.cuh): a CTA reads
 // the first slots of each row from a ring the copy engine filled during its
 // previous row (its first row's before the loop), each lap of the ring
-// flipping the mbarriers' parity; 16-bit ones in clusters of 4 run through
-// the ring instead (kernel/row_ring.cuh, change 107). A batch of 150 rows (on the H200: RMSNorm
+// flipping the mbarriers' parity (16-bit ones in clusters of 8 run through
+// the ring instead, kernel/row_ring.cuh; those of 4 did from change 107 to
+// change 140). A batch of 150 rows (on the H200: RMSNorm
 // 16-bit 131072 in 66 clusters of 2, 2-3 rows a cluster; 262144 in 30 of 4,
 // 5 rows; LayerNorm fp32 65536 in 66 of 2, 262144 in 16 of 8, 9-10 rows)
 // must give, row for row, the bits of the same rows one element off
@@ -543,7 +544,7 @@ TEST(BatchInvariance, PrefetchedRowsKeepTheirBits) {
     const auto alone = output_row(plain, y, row_bytes, probe, 1, probe);
     ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
     EXPECT_EQ(ran.cluster, k.cluster) << what;
-    const bool ringed = k.t != DType::kF32 && k.cluster >= 4;
+    const bool ringed = k.t != DType::kF32 && k.cluster >= 8;
     EXPECT_EQ(ran.smem_bytes, ringed ? ring : prefetch_ring) << what << (ringed ? ": the ring" : ": the prefetching loop");
     for (auto [first, rows] : {std::pair<int64_t, int64_t>{probe - 1, 3}, {1, batch - 1}, {0, batch}}) {
       EXPECT_EQ(output_row(plain, y, row_bytes, first, rows, probe), alone)

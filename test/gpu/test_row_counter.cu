@@ -323,11 +323,15 @@ TEST(RowCounter, RowsComeFromTheCounter) {
 
 // Rolled rows (per-row fp8 bf16 65536: clusters of 2 CTAs of 512 threads)
 // take the counter, and the staggered start, only in calls of
-// kRollCounterMinRounds rows or more per resident cluster (change 141):
-// above it a counter that starts at M leaves rows unwritten and ends at
-// zero; below it the launcher drops the counter, so every row is written and
-// the counter is left as it was. Both with the fixed stride's bits. Not
-// under racecheck (the carry of a ticket is the reducer's, which the tests
+// kRollCounterMinRounds rows or more per resident cluster (change 141).
+// Above it, a counter that starts at M names no row: each cluster runs only
+// the two rows its schedule fixes before its first ticket (LEAD = 2), the
+// rest stay unwritten, and the counter ends at zero; the written rows tell
+// the resident clusters K. Then a call of 5K rows (more than the 2K fixed
+// rows and than kStartStaggerMinRounds' 4 rounds, under the threshold): the
+// launcher drops the counter, so every row is written, the counter is left
+// as it was, and nothing is staggered. Both with the fixed stride's bits.
+// Not under racecheck (a ticket's carry is the reducer's, which the tests
 // above racecheck in the other loops; 1584 rows of 65536 would not fit a
 // racecheck shard's time).
 TEST(RowCounter, RolledRowsTakeItOnlyWithEnoughRounds) {
@@ -338,18 +342,18 @@ TEST(RowCounter, RolledRowsTakeItOnlyWithEnoughRounds) {
   ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
   const int64_t n = 65536;
-  // Between sms / 2 and 2 * sms clusters of 2 are resident (one to four
-  // CTAs of 512 threads an SM), so 2 * sms rows are at most 4 rounds, under
-  // the threshold, and kRollCounterMinRounds * 2 * sms at least that many.
-  const int64_t rounds = normkit::kernel::kRollCounterMinRounds;
-  static_assert(normkit::kernel::kRollCounterMinRounds > 4, "the small batch below must stay under the threshold");
-  const int64_t big = rounds * 2 * sms, small = 2 * sms;
+  // At most 2 * sms clusters of 2 are resident (four CTAs of 512 threads an
+  // SM), so this is at least kRollCounterMinRounds rounds.
+  const int64_t big = normkit::kernel::kRollCounterMinRounds * 2 * sms;
+  static_assert(normkit::kernel::kRollCounterMinRounds > 5 && normkit::kernel::kStartStaggerMinRounds < 5,
+                "the second call's 5 rounds must be under the threshold and staggered if the counter were taken");
   const uint64_t seed = nktest::fresh_seed();
   DeviceBuffer x(big * n * 2), y(big * n), w(n * 2), scales(big * 4), counter(2 * sizeof(uint32_t));
   fill_random_bf16(x, seed);
   fill_random_bf16(w, seed + 2);
-  for (const int64_t m : {big, small}) {
-    const bool counted_rows = m == big;
+  int64_t clusters = 0;  // learned from the first call
+  for (const bool above : {true, false}) {
+    const int64_t m = above ? big : 5 * clusters;
     const std::string what = "per-row fp8 65536 M=" + std::to_string(m) + " seed=" + std::to_string(seed);
     nktest::QuantCall c = fp8_call(x, y, w, &scales, 0, m, n);
     normkit::LaunchPlan ran;
@@ -360,28 +364,34 @@ TEST(RowCounter, RolledRowsTakeItOnlyWithEnoughRounds) {
     ASSERT_EQ(ran.shape, normkit::Shape::kRowInClusterRegisters) << what;
     ASSERT_EQ(ran.cluster, 2) << what;
     ASSERT_EQ(ran.threads, 512) << what << ": these rows roll in CTAs of 512 threads";
-    if (counted_rows) {
+    if (above) {
       EXPECT_GT(ran.start_stagger_cycles, 0u) << what << ": rolled rows with a counter start staggered";
     } else {
-      EXPECT_EQ(ran.start_stagger_cycles, 0u) << what << ": staggered without taking the counter";
+      EXPECT_EQ(ran.start_stagger_cycles, 0u) << what << ": staggered, so the counter was taken under the threshold";
     }
-    // A counter that starts at M: taken, it names only rows past the batch.
+    // A counter that starts at M.
     const uint32_t start[2] = {static_cast<uint32_t>(m), 0};
     ASSERT_EQ(cudaMemcpy(counter.data(), start, sizeof start, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemset(y.data(), 0xFF, y.size()), cudaSuccess);
     ASSERT_EQ(launch(reinterpret_cast<uint32_t*>(counter.data())), Status::kSuccess) << what;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
     const auto out = nktest::download(y.data(), size_t(m) * n);
-    int64_t poisoned_words = 0;  // two 0xFF bytes: two e4m3 NaNs, which no row writes
-    for (size_t i = 0; i + 1 < out.size(); i += 2) poisoned_words += out[i] == 0xFF && out[i + 1] == 0xFF;
+    // A row is written whole or not at all; two 0xFF bytes (two e4m3 NaNs)
+    // are what no row writes.
+    int64_t written = 0;
+    for (int64_t r = 0; r < m; ++r) written += !(out[r * n] == 0xFF && out[r * n + 1] == 0xFF);
     uint32_t left[2] = {1, 1};
     ASSERT_EQ(cudaMemcpy(left, counter.data(), sizeof left, cudaMemcpyDeviceToHost), cudaSuccess);
-    if (counted_rows) {
-      EXPECT_GT(poisoned_words, 0) << what << ": every row was written, so the counter was not consulted";
+    if (above) {
+      ASSERT_LT(written, m) << what << ": every row was written, so the counter was not consulted";
       EXPECT_EQ(left[0], 0u) << what << ": the counter was not left at zero";
       EXPECT_EQ(left[1], 0u) << what;
+      EXPECT_EQ(written % 2, 0) << what << ": " << written << " rows written, not two a cluster";
+      clusters = written / 2;
+      ASSERT_GE(clusters, sms / 4) << what;  // a sanity bound: the launch fills the device
+      ASSERT_LE(clusters, 2 * sms) << what;
     } else {
-      EXPECT_EQ(poisoned_words, 0) << what << ": rows left unwritten, so the counter was taken under the threshold";
+      EXPECT_EQ(written, m) << what << ": rows left unwritten, so the counter was taken under the threshold";
       EXPECT_EQ(left[0], static_cast<uint32_t>(m)) << what << ": the counter was touched under the threshold";
       EXPECT_EQ(left[1], 0u) << what;
     }

@@ -82,8 +82,9 @@ TEST_P(Shapes, EveryLengthTheShapeHolds) {
 // rows in clusters of 2 and fp32 LayerNorm rows (2, 4, 8) are prefetched
 // instead (kernel/row_prefetch.cuh: the first slots of each
 // row from a ring the copy engine filled during the previous row, each lap
-// flipping its mbarriers' parity), 16-bit RMSNorm rows in clusters of 4 run
-// through the ring (kernel/row_ring.cuh: change 107), where aligned
+// flipping its mbarriers' parity; 16-bit RMSNorm rows in clusters of 4 too
+// since change 140, which ran them through the ring of kernel/row_ring.cuh
+// from change 107), where aligned
 // (strided, in place too); misaligned, they run the checked plain loop. 16-bit LayerNorm rows
 // (clusters of 2: change 101) run the plain loop. Two tests, clusters of 2
 // and larger ones, so that racecheck's shards of them each finish in time

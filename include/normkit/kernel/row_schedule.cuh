@@ -15,8 +15,9 @@
 // carries the ticket to every thread of the cluster
 // (ClusterAllReduce::carry_with_next): no synchronization of its own. Loops
 // that start a row's loads before the previous row's first reduction (the
-// prefetching loop and the ring) look two rows ahead (LEAD = 2): their first
-// two rows are fixed, and a row's ticket names the row two after it.
+// prefetching loop, the ring, and rolled rows, whose output walk loads the
+// next row) look two rows ahead (LEAD = 2): their first two rows are fixed,
+// and a row's ticket names the row two after it.
 //
 // Every row a cluster runs draws one ticket, so each row past the first
 // LEAD * K is named by exactly one ticket; a cluster's tickets rise, so once
