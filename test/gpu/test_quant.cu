@@ -393,9 +393,10 @@ TEST(Quant, RolledRowsManyPerCluster) {
 }
 
 // Rows quantized with a static scale in row_cluster_registers: bf16
-// RMSNorm ones run through the ring (kernel/row_ring.cuh, kRingsRows:
-// change 107) in clusters of 2 (N = 131072: 66 on the H200) and 4 (262144:
-// 30-33); fp32 LayerNorm ones read their first slots from the prefetch ring
+// RMSNorm ones read their first slots from the prefetching loop's ring in
+// clusters of 2 (N = 131072: 66 on the H200; change 143) and run through
+// the ring (kernel/row_ring.cuh, kRingsRows: change 107) in clusters of 4
+// (262144: 30-33); fp32 LayerNorm ones read their first slots from the prefetch ring
 // (kernel/row_prefetch.cuh, kPrefetchesRows: change 99), as plain rows of
 // their type do, in clusters of 2 (65536) and 4 (131072); with 2-5 rows a
 // cluster so that each ring turns over, x strided (still slot-aligned), and
@@ -435,7 +436,7 @@ TEST(Quant, StaticRowsRingedOrPrefetchedManyPerCluster) {
       EXPECT_EQ(ran.shape, Shape::kRowInClusterRegisters) << "N=" << k.cols;
       EXPECT_EQ(ran.cluster, k.cluster) << "N=" << k.cols;
       EXPECT_EQ(ran.threads, 1024) << "N=" << k.cols;
-      if (k.x == DType::kBF16) {
+      if (k.x == DType::kBF16 && k.cluster >= 4) {
         EXPECT_EQ(ran.smem_bytes, ring) << "N=" << k.cols << ": the ring";
       } else {
         EXPECT_EQ(ran.smem_bytes, prefetch_ring) << "N=" << k.cols << ": the prefetching loop";

@@ -26,7 +26,9 @@
 // where converted rows lost 1.2-1.4 to the prefetching loop). Since the row
 // counter and the staggered start, converted rows of 262144 run faster in
 // the prefetching loop again (change 140: 92.9% -> 97.9%), so the plan
-// gives them the ring only in clusters of 8 (rings_over_prefetch).
+// gives them the ring only in clusters of 8, and static ones of 131072
+// (clusters of 2, change 143: +2 to +2.4) only in clusters of 4 or more
+// (rings_over_prefetch).
 //
 // The bits are those of the register loop: the same values (apply_prefetched
 // gives apply_whole's), the statistics' walk over the same slots in the same

@@ -471,18 +471,22 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
 /// Whether row_cluster_registers runs rows that both its ring
 /// (kernel::kRingsRows) and its prefetching loop (kernel::kPrefetchesRows)
 /// admit through the ring, in clusters of `cluster` CTAs: quantized ones
-/// (a static scale) in any cluster, converted ones (16-bit RMSNorm, Gemma's
-/// (1 + w)) only in clusters of 8. Change 107 (docs/performance.md; bf16,
-/// without a row counter) measured the ring ahead at N = 262144 (clusters
-/// of 4) for static int8 81.0% -> 90.3% of the copy, fp8 85.6% -> 91.0%,
-/// Gemma 84.8% -> 88.5%, RMSNorm 85.7% -> 87.9%, and at 131072 (clusters of
-/// 2) for static int8 and fp8 but not converted rows. Since the row counter
+/// (a static scale) in clusters of 4 or more, converted ones (16-bit
+/// RMSNorm, Gemma's (1 + w)) only in clusters of 8. Change 107
+/// (docs/performance.md; bf16, without a row counter) measured the ring
+/// ahead at N = 262144 (clusters of 4) for static int8 81.0% -> 90.3% of
+/// the copy, fp8 85.6% -> 91.0%, Gemma 84.8% -> 88.5%, RMSNorm 85.7% ->
+/// 87.9%, and at 131072 (clusters of 2) for static int8 and fp8 but not
+/// converted rows. Since the row counter
 /// and the staggered start (changes 131, 134), which the prefetching loop
 /// takes, converted rows of 262144 gain by it again (change 140, H100, with
 /// a counter): RMSNorm 92.9% -> 97.9%, Gemma 92.9% -> 97.8%, at M = 128
-/// +2.6 and +2.9. Clusters of 8 (16-bit rows past 512 KiB) keep the ring,
-/// unmeasured either way.
-inline bool rings_over_prefetch(const RowFormat& f, int cluster) { return f.quantized || cluster >= 8; }
+/// +2.6 and +2.9. Rows with a static scale in clusters of 2 (131072) gain
+/// by it too (change 143, H100, with a counter: static fp8, e5m2 and int8
+/// 96.8-97.2% -> 98.8-99.6%, M = 128-512 +1.4 to +3.3), but not in clusters
+/// of 4 (262144: -0.0 to -0.8), where they keep the ring. Clusters of 8
+/// (16-bit rows past 512 KiB) keep the ring, unmeasured either way.
+inline bool rings_over_prefetch(const RowFormat& f, int cluster) { return cluster >= (f.quantized ? 4 : 8); }
 
 /// The ring row_cluster_registers runs these rows through in CTAs of
 /// `threads` threads in clusters of `cluster`: ringed rows' (kernel::kRingsRows, CTAs of
