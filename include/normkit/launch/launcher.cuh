@@ -58,12 +58,13 @@ struct LaunchOptions {
   /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
   /// slot-aligned or split (row_cluster_registers.cuh says which loops;
   /// rolled rows only in calls of kernel::kRollCounterMinRounds, 6, rows or
-  /// more per resident cluster); every other shape and loop ignores it. Not 4-byte aligned, or sharing a
-  /// byte with x, y, mean, rstd, a residual, per-row scales or the weight or
-  /// bias: kErrorInvalidWorkspace from any call that would launch, before any
-  /// CUDA call (a call with no rows, or a *_plan call, does not look at it; a
-  /// caller-written policy's pointers are checked only if its Params declare
-  /// kRegionsKnown, launch/validate.cuh, so keep the counter apart from them).
+  /// more per resident cluster); every other shape and loop ignores it. Not
+  /// 4-byte aligned, or sharing a byte with x, y, mean, rstd, a residual,
+  /// per-row scales or the weight or bias: kErrorInvalidWorkspace from any
+  /// call that would launch, before any CUDA call (a call with no rows, or a
+  /// *_plan call, does not look at it; a caller-written policy's pointers are
+  /// checked only if its Params declare kRegionsKnown, launch/validate.cuh,
+  /// so keep the counter apart from them).
   uint32_t* row_counter = nullptr;
 };
 
