@@ -34,7 +34,10 @@ element) is a reference rather than a bound: a copy moves as many bytes each way
 Gemma's RMSNorm (op rms_norm_gemma, bf16; w uniform in [-0.5, 0.5), so scales 1 + w as the others' w): normkit's
 normkit_rms_norm_gemma_fwd against eager `(F.rms_norm(x.float(), (N,), None, eps) * (1 + w.float())).to(bf16)`
 (Hugging Face's Gemma) and the same under torch.compile. Bytes as rms_norm's. Checks: y within bf16's tolerance,
-normkit's rstd against fp32.
+normkit's rstd against fp32. LayerNorm with the same zero-centred weight (op layer_norm_gemma, bf16; TransformerEngine's
+zero_centered_gamma): normkit_layer_norm_gemma_fwd against eager
+`(F.layer_norm(x.float(), (N,), None, None, eps) * (1 + w.float()) + b.float()).to(bf16)` and the same under
+torch.compile. Bytes as layer_norm's. Checks: y within bf16's tolerance, normkit's mean and rstd against fp32.
 
 Fused add + RMSNorm (op add_rms_norm, bf16 only, out of place; residual uniform in [-1, 1)): normkit's
 normkit_add_rms_norm_fwd against eager `h = x + r; y = F.rms_norm(h, (N,), w, eps)` returning (h, y), and
@@ -88,9 +91,10 @@ QHALF_STEP = {torch.float8_e4m3fn: (2.0 ** -4, 2.0 ** -10), torch.float8_e5m2: (
 QCHECK_SLACK = 1e-5  # of |y| + s: peers' fp32 y differ from eager's in the last bits, so ties may round apart
 STATIC_SCALE = 1.0 / 32.0  # normkit_bench's kStaticScale: |y| < 3 here, so y / scale stays in every range
 EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "add_rms_norm_inplace": 1e-6,
-       "add_layer_norm": 1e-5, "rms_norm_gemma": 1e-6, **{op: 1e-6 for op in QUANT_OPS}}  # PyTorch's defaults
+       "add_layer_norm": 1e-5, "rms_norm_gemma": 1e-6, "layer_norm_gemma": 1e-5, **{op: 1e-6 for op in QUANT_OPS}}  # PyTorch's defaults
 ADD_OPS = ("add_rms_norm", "add_rms_norm_inplace", "add_layer_norm")
-FUSED_OPS = ADD_OPS + ("rms_norm_gemma",) + tuple(QUANT_OPS)
+GEMMA_OPS = ("rms_norm_gemma", "layer_norm_gemma")  # the zero-centred weight: scale 1 + w
+FUSED_OPS = ADD_OPS + GEMMA_OPS + tuple(QUANT_OPS)
 FUSED_DTYPES = ["bf16"]
 # |peer - eager| <= atol + rtol * |eager|: one or two rounding steps of the output type.
 TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
@@ -141,6 +145,8 @@ class Normkit:
         lib.normkit_rms_norm_quant_shape.argtypes = [i32, i32, i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_gemma_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
         lib.normkit_rms_norm_gemma_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_layer_norm_gemma_fwd.argtypes = [i32, p, p, p, p, p, p, i64, i64, f32, p]
+        lib.normkit_layer_norm_gemma_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_set_row_counter.argtypes = [p]
         lib.normkit_status_string.argtypes = [i32]
         lib.normkit_status_string.restype = ctypes.c_char_p
@@ -148,14 +154,16 @@ class Normkit:
                   "normkit_add_layer_norm_fwd", "normkit_layer_norm_shape",
                   "normkit_rms_norm_shape", "normkit_add_rms_norm_shape", "normkit_add_layer_norm_shape",
                   "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape",
-                  "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape", "normkit_set_row_counter"):
+                  "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape", "normkit_layer_norm_gemma_fwd",
+                  "normkit_layer_norm_gemma_shape", "normkit_set_row_counter"):
             getattr(lib, f).restype = i32
         self._lib = lib
         self._shape_fns = {"layer_norm": lib.normkit_layer_norm_shape, "rms_norm": lib.normkit_rms_norm_shape,
                            "add_rms_norm": lib.normkit_add_rms_norm_shape,
                            "add_layer_norm": lib.normkit_add_layer_norm_shape,
                            "add_rms_norm_inplace": lib.normkit_add_rms_norm_shape,
-                           "rms_norm_gemma": lib.normkit_rms_norm_gemma_shape}
+                           "rms_norm_gemma": lib.normkit_rms_norm_gemma_shape,
+                           "layer_norm_gemma": lib.normkit_layer_norm_gemma_shape}
 
     def use_row_counter(self):
         """Every later call passes a row counter (LaunchOptions::row_counter), as a caller after the fastest
@@ -235,6 +243,22 @@ class Normkit:
                                                   self._ptr(rstd), m, n, eps, stream)
         self._check(rc, "rms_norm_gemma")
         return y
+
+    def layer_norm_gemma(self, x, w, b, y, eps, mean=None, rstd=None):
+        """y = (x - mean) * rstd * (1 + w) + b (LayerNorm's zero-centred weight); returns y."""
+        assert x.is_contiguous() and y.is_contiguous()
+        m, n = x.shape
+        stream = torch.cuda.current_stream().cuda_stream
+        rc = self._lib.normkit_layer_norm_gemma_fwd(DTYPE_CODES[x.dtype], x.data_ptr(), y.data_ptr(), self._ptr(w),
+                                                    self._ptr(b), self._ptr(mean), self._ptr(rstd), m, n, eps, stream)
+        self._check(rc, "layer_norm_gemma")
+        return y
+
+    def gemma(self, op, x, w, b, y, eps, mean=None, rstd=None):
+        """rms_norm_gemma (b and mean unused) or layer_norm_gemma, by op."""
+        if op == "layer_norm_gemma":
+            return self.layer_norm_gemma(x, w, b, y, eps, mean=mean, rstd=rstd)
+        return self.rms_norm_gemma(x, w, y, eps, rstd=rstd)
 
     def shape(self, op, dtype, n):
         name = ctypes.c_char_p()
@@ -384,16 +408,26 @@ def eager_rms_norm_gemma(x, w, eps):
     return (F.rms_norm(x.float(), (x.shape[-1],), None, eps) * (1.0 + w.float())).to(x.dtype)
 
 
-def make_gemma_peers(lib, x, w, eps, with_compile):
-    """name -> a call returning y, every peer on the same x, w."""
+def eager_layer_norm_gemma(x, w, b, eps):
+    """LayerNorm with TransformerEngine's zero-centred weight: fp32 LayerNorm times (1 + w) plus b, cast back."""
+    return (F.layer_norm(x.float(), (x.shape[-1],), None, None, eps) * (1.0 + w.float()) + b.float()).to(x.dtype)
+
+
+def eager_gemma(op, x, w, b, eps):
+    """eager_rms_norm_gemma (b unused) or eager_layer_norm_gemma, by op."""
+    return eager_layer_norm_gemma(x, w, b, eps) if op == "layer_norm_gemma" else eager_rms_norm_gemma(x, w, eps)
+
+
+def make_gemma_peers(op, lib, x, w, b, eps, with_compile):
+    """name -> a call returning y, every peer on the same x, w (and b)."""
     y_nk = torch.empty_like(x)
     peers = {
-        "normkit": lambda: lib.rms_norm_gemma(x, w, y_nk, eps),
-        "eager": lambda: eager_rms_norm_gemma(x, w, eps),
+        "normkit": lambda: lib.gemma(op, x, w, b, y_nk, eps),
+        "eager": lambda: eager_gemma(op, x, w, b, eps),
     }
     if with_compile:
-        fn = fresh_compile(lambda x, w: eager_rms_norm_gemma(x, w, eps))
-        peers["compile"] = warm_compile(lambda: fn(x, w))
+        fn = fresh_compile(lambda x, w, b: eager_gemma(op, x, w, b, eps))
+        peers["compile"] = warm_compile(lambda: fn(x, w, b))
     return peers
 
 
@@ -445,9 +479,10 @@ def make_quant_peers(op, lib, x, w, eps, with_compile):
 def make_inputs(op, dtype, m, n):
     x = torch.empty(m, n, device="cuda", dtype=dtype).uniform_(-1.0, 3.0)
     # Gemma's zero-centred weight: scales 1 + w in [0.5, 1.5), as the others' w.
-    lo = -0.5 if op == "rms_norm_gemma" else 0.5
+    lo = -0.5 if op in GEMMA_OPS else 0.5
     w = torch.empty(n, device="cuda", dtype=dtype).uniform_(lo, lo + 1.0)
-    b = torch.empty(n, device="cuda", dtype=dtype).uniform_(-0.5, 0.5) if op == "layer_norm" else None
+    with_bias = op in ("layer_norm", "layer_norm_gemma")
+    b = torch.empty(n, device="cuda", dtype=dtype).uniform_(-0.5, 0.5) if with_bias else None
     return x, w, b
 
 
@@ -562,10 +597,11 @@ def check_quant_outputs(op, x, w, eps, peers):
     return result
 
 
-def check_gemma_outputs(lib, x, w, eps, peers):
-    """name -> {'ok', 'max_abs_err'}: each peer's y against eager's, and normkit's rstd against fp32."""
+def check_gemma_outputs(op, lib, x, w, b, eps, peers):
+    """name -> {'ok', 'max_abs_err'}: each peer's y against eager's, and normkit's statistics (rstd; LayerNorm:
+    mean and rstd) against fp32."""
     rtol, atol = TOLERANCE[x.dtype]
-    ref = eager_rms_norm_gemma(x, w, eps)
+    ref = eager_gemma(op, x, w, b, eps)
     result = {}
     for name, fn in peers.items():
         if name != "eager":
@@ -573,9 +609,19 @@ def check_gemma_outputs(lib, x, w, eps, peers):
             result[name] = {"ok": v <= 1.0, "max_abs_err": err}
     del ref
     rstd = torch.empty(x.shape[0], device="cuda")
-    lib.rms_norm_gemma(x, w, torch.empty_like(x), eps, rstd=rstd)
-    ref_rstd = torch.rsqrt(x.float().square().mean(dim=-1) + eps)
-    result["normkit_stats"] = {"ok": max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0}
+    xf = x.float()
+    if op == "layer_norm_gemma":
+        mean = torch.empty(x.shape[0], device="cuda")
+        lib.layer_norm_gemma(x, w, b, torch.empty_like(x), eps, mean=mean, rstd=rstd)
+        ref_mean = xf.mean(dim=-1)
+        ref_rstd = torch.rsqrt(xf.var(dim=-1, unbiased=False) + eps)
+        ok = max(max_violation(mean, ref_mean, *STATS_TOLERANCE)[0],
+                 max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0]) <= 1.0
+    else:
+        lib.rms_norm_gemma(x, w, torch.empty_like(x), eps, rstd=rstd)
+        ref_rstd = torch.rsqrt(xf.square().mean(dim=-1) + eps)
+        ok = max_violation(rstd, ref_rstd, *STATS_TOLERANCE)[0] <= 1.0
+    result["normkit_stats"] = {"ok": ok}
     return result
 
 
@@ -717,11 +763,12 @@ def run_fused_case(op, dtype_name, m, n, lib, args, timer):
         peers = make_quant_peers(op, lib, x, w, eps, with_compile)
         checks = check_quant_outputs(op, x, w, eps, peers)
         rec = finish_case(op, dtype_name, m, n, lib, quant_bytes_moved(x, w, QUANT_OPS[op][1]), peers, checks, timer)
-    elif op == "rms_norm_gemma":
-        x, w, _ = make_inputs(op, dtype, m, n)
-        peers = make_gemma_peers(lib, x, w, eps, with_compile)
-        checks = check_gemma_outputs(lib, x, w, eps, peers)
-        rec = finish_case(op, dtype_name, m, n, lib, bytes_moved(x, w, None), peers, checks, timer)
+    elif op in GEMMA_OPS:
+        x, w, b = make_inputs(op, dtype, m, n)
+        peers = make_gemma_peers(op, lib, x, w, b, eps, with_compile)
+        checks = check_gemma_outputs(op, lib, x, w, b, eps, peers)
+        rec = finish_case(op, dtype_name, m, n, lib, bytes_moved(x, w, b), peers, checks, timer)
+        del b
     elif op == "add_rms_norm_inplace":
         # Timed calls rewrite x and r again and again: r grows by x's normalized values each call, finite.
         x, w, _ = make_inputs(op, dtype, m, n)

@@ -11,8 +11,8 @@ Reads the benchmark names that bench/src/suites.cu writes:
     misaligned/<op>/<dtype>/N:<n>/M:<m>
     shape/<op>/<dtype>/N:<n>/M:<m>/shape:<shape>
 and prints, per op and dtype, the worst and the median share of the copy ceiling. Ops: layer_norm,
-rms_norm, rms_norm_gemma, add_rms_norm, add_rms_norm_inplace, add_layer_norm, rms_norm_fp8, rms_norm_int8,
-rms_norm_fp8_static, rms_norm_int8_static, rms_norm_fp8_e5m2, rms_norm_fp8_e5m2_static (others are reported under their own name).
+rms_norm, rms_norm_gemma, layer_norm_gemma, add_rms_norm, add_rms_norm_inplace, add_layer_norm, rms_norm_fp8,
+rms_norm_int8, rms_norm_fp8_static, rms_norm_int8_static, rms_norm_fp8_e5m2, rms_norm_fp8_e5m2_static (others are reported under their own name).
 """
 
 import argparse
@@ -29,6 +29,7 @@ OPS = {
     "layer_norm": "LayerNorm",
     "rms_norm": "RMSNorm",
     "rms_norm_gemma": "RMSNorm, (1 + w)",
+    "layer_norm_gemma": "LayerNorm, (1 + w)",
     "add_rms_norm": "Add + RMSNorm",
     "add_rms_norm_inplace": "Add + RMSNorm, in place",
     "add_layer_norm": "Add + LayerNorm",
@@ -51,6 +52,7 @@ OP_BYTES = {
                     "per-row scales), weight read once; no rstd",
     "rms_norm_int8": "as RMSNorm to fp8 e4m3, with int8 y",
     "rms_norm_gemma": "as RMSNorm (Gemma's and TransformerEngine's zero-centred weight, scale 1 + w)",
+    "layer_norm_gemma": "as LayerNorm (TransformerEngine's zero-centred weight, scale 1 + w)",
     "add_layer_norm": "x and residual read, residual_out and y written (4 passes of N per row, all bf16), weight "
                       "and bias read once; no mean or rstd",
     "rms_norm_fp8_static": "x read (bf16), y written (1 byte per element), weight read once; one static "

@@ -86,6 +86,14 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_gemma_fwd(int dtype, const void* x, voi
                                                    float* rstd, int64_t rows, int64_t cols, float eps,
                                                    void* stream);
 
+/* LayerNorm with the zero-centred weight (TransformerEngine's
+ * zero_centered_gamma): y = (x - mean) * rstd * (1 + weight) + bias, in fp32,
+ * rounded once (bf16 only). weight (then a scale of 1), bias (then 0), mean
+ * and rstd may be NULL. */
+NORMKIT_CAPI_EXPORT int normkit_layer_norm_gemma_fwd(int dtype, const void* x, void* y, const void* weight,
+                                                     const void* bias, float* mean, float* rstd, int64_t rows,
+                                                     int64_t cols, float eps, void* stream);
+
 /* The kernel shape ("rows_per_warp", "row_per_block", "row_in_smem",
  * "row_in_cluster", "streaming"; "row_in_cluster_registers" only for per-row
  * quantized outputs) the forward call would use for rows of
@@ -97,6 +105,7 @@ NORMKIT_CAPI_EXPORT int normkit_add_rms_norm_shape(int dtype, int64_t cols, cons
 NORMKIT_CAPI_EXPORT int normkit_add_layer_norm_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name);
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_gemma_shape(int dtype, int64_t cols, const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_layer_norm_gemma_shape(int dtype, int64_t cols, const char** shape_name);
 /* per_row: nonzero for per-row scales, 0 for a static scale */
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols,
                                                      const char** shape_name);

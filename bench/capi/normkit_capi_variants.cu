@@ -1,6 +1,7 @@
 // bench/capi/normkit_capi_variants.cu: the C ABI of normkit_capi.h for RMSNorm
 // quantized to fp8 (e4m3, e5m2) or int8, with static or per-row scales, and
-// for Gemma's RMSNorm ((1 + w) scale), bf16 input only. Each output type
+// for RMSNorm and LayerNorm with the zero-centred weight ((1 + w) scale), bf16
+// input only. Each output type
 // instantiates both scalings (the launcher chooses at run time), so this unit
 // holds three quantized problems of two kernels sets each; it compiles beside
 // normkit_capi.cu.
@@ -10,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <normkit/layer_norm.cuh>
 #include <normkit/quantize.cuh>
 #include <normkit/rms_norm.cuh>
 
@@ -18,6 +20,8 @@ namespace {
 using normkit::Status;
 using Bf16 = normkit::bfloat16;
 using GemmaRmsNorm = normkit::RmsNorm<normkit::io<Bf16>, normkit::epilogue::Scale<Bf16, /*WEIGHT_OFFSET=*/true>>;
+using GemmaLayerNorm = normkit::LayerNorm<normkit::io<Bf16>, normkit::stats::TwoPass,
+                                          normkit::epilogue::Affine<Bf16, /*WEIGHT_OFFSET=*/true>>;
 
 /// Calls f with a value of the quantized type named by `qtype`.
 template <class F>
@@ -44,6 +48,16 @@ GemmaRmsNorm::Args gemma_args(const void* x, void* y, const void* weight, float*
                               float eps) {
   auto a = nkcapi::row_args<GemmaRmsNorm::Args>(x, y, rows, cols, eps);
   a.epilogue.weight = static_cast<const Bf16*>(weight);
+  a.rstd = rstd;
+  return a;
+}
+
+GemmaLayerNorm::Args gemma_layer_norm_args(const void* x, void* y, const void* weight, const void* bias, float* mean,
+                                           float* rstd, int64_t rows, int64_t cols, float eps) {
+  auto a = nkcapi::row_args<GemmaLayerNorm::Args>(x, y, rows, cols, eps);
+  a.epilogue.weight = static_cast<const Bf16*>(weight);
+  a.epilogue.bias = static_cast<const Bf16*>(bias);
+  a.mean = mean;
   a.rstd = rstd;
   return a;
 }
@@ -82,6 +96,14 @@ int normkit_rms_norm_gemma_fwd(int dtype, const void* x, void* y, const void* we
                             nkcapi::options()));
 }
 
+int normkit_layer_norm_gemma_fwd(int dtype, const void* x, void* y, const void* weight, const void* bias,
+                                  float* mean, float* rstd, int64_t rows, int64_t cols, float eps, void* stream) {
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  return static_cast<int>(GemmaLayerNorm::forward(
+      gemma_layer_norm_args(x, y, weight, bias, mean, rstd, rows, cols, eps), static_cast<cudaStream_t>(stream),
+      nkcapi::options()));
+}
+
 int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols, const char** shape_name) {
   if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);  // as the forward
@@ -108,6 +130,15 @@ int normkit_rms_norm_gemma_shape(int dtype, int64_t cols, const char** shape_nam
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
   normkit::LaunchPlan p;
   const Status s = GemmaRmsNorm::plan(gemma_args(nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), &p);
+  return shape_result(s, p, shape_name);
+}
+
+int normkit_layer_norm_gemma_shape(int dtype, int64_t cols, const char** shape_name) {
+  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
+  normkit::LaunchPlan p;
+  const Status s = GemmaLayerNorm::plan(
+      gemma_layer_norm_args(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-5f), &p);
   return shape_result(s, p, shape_name);
 }
 

@@ -108,4 +108,38 @@ struct GemmaRmsNormBench {
   }
 };
 
+/// LayerNorm with the zero-centred weight, scale (1 + w) (TransformerEngine's
+/// zero_centered_gamma: epilogue::Affine with WEIGHT_OFFSET), through the
+/// policy-type front end (normkit::LayerNorm); x, y, weight and bias T, mean
+/// and rstd written.
+template <class T>
+struct GemmaLayerNormBench {
+  static constexpr const char* kName = "layer_norm_gemma";
+  using X = T;
+  using Op = normkit::LayerNorm<normkit::io<T>, normkit::stats::TwoPass,
+                                normkit::epilogue::Affine<T, /*WEIGHT_OFFSET=*/true>>;
+  using Args = typename Op::Args;
+
+  /// As LayerNormBench: x read and y written once, weight and bias read once, mean and rstd written.
+  static int64_t bytes_moved(int64_t rows, int64_t cols) { return LayerNormBench<T>::bytes_moved(rows, cols); }
+  static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
+    Args a;
+    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
+    a.y = mem.alloc<T>(rows * cols);
+    a.epilogue.weight = mem.random<T>(cols, -0.5f, 0.5f);  // zero-centred: scales 0.5-1.5
+    a.epilogue.bias = mem.random<T>(cols, -0.5f, 0.5f);
+    a.mean = mem.alloc<float>(rows);
+    a.rstd = mem.alloc<float>(rows);
+    a.rows = rows;
+    a.cols = cols;
+    return a;
+  }
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return Op::forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return Op::plan(a, p, o);
+  }
+};
+
 }  // namespace nkbench
