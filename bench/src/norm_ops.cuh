@@ -18,6 +18,29 @@ namespace nkbench {
 inline constexpr float kInputLo = -1.0f;
 inline constexpr float kInputHi = 3.0f;
 
+/// Sets what every forward's arguments hold alike: x (uniform in [kInputLo,
+/// kInputHi)), y, rows and cols.
+template <class T, class Args>
+void set_rows(OpMemory& mem, int64_t rows, int64_t cols, Args& a) {
+  a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
+  a.y = mem.alloc<T>(rows * cols);
+  a.rows = rows;
+  a.cols = cols;
+}
+
+/// forward and plan of a problem through the policy-type front end
+/// (normkit::RmsNorm, normkit::LayerNorm), as a caller with its own epilogue runs it.
+template <class Op>
+struct PolicyCalls {
+  using Args = typename Op::Args;
+  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
+    return Op::forward(a, s, o);
+  }
+  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
+    return Op::plan(a, p, o);
+  }
+};
+
 template <class T>
 struct LayerNormBench {
   static constexpr const char* kName = "layer_norm";
@@ -30,14 +53,11 @@ struct LayerNormBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
-    a.y = mem.alloc<T>(rows * cols);
+    set_rows<T>(mem, rows, cols, a);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
     a.bias = mem.random<T>(cols, -0.5f, 0.5f);
     a.mean = mem.alloc<float>(rows);
     a.rstd = mem.alloc<float>(rows);
-    a.rows = rows;
-    a.cols = cols;
     return a;
   }
   static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
@@ -60,12 +80,9 @@ struct RmsNormBench {
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
-    a.y = mem.alloc<T>(rows * cols);
+    set_rows<T>(mem, rows, cols, a);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
     a.rstd = mem.alloc<float>(rows);
-    a.rows = rows;
-    a.cols = cols;
     return a;
   }
   static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
@@ -81,30 +98,23 @@ struct RmsNormBench {
 /// end (normkit::RmsNorm) a caller with its own epilogue uses; x, y and the
 /// weight T, rstd written.
 template <class T>
-struct GemmaRmsNormBench {
+using GemmaRmsNorm = normkit::RmsNorm<normkit::io<T>, normkit::epilogue::Scale<T, /*WEIGHT_OFFSET=*/true>>;
+
+template <class T>
+struct GemmaRmsNormBench : PolicyCalls<GemmaRmsNorm<T>> {
   static constexpr const char* kName = "rms_norm_gemma";
   using X = T;
-  using Op = normkit::RmsNorm<normkit::io<T>, normkit::epilogue::Scale<T, /*WEIGHT_OFFSET=*/true>>;
-  using Args = typename Op::Args;
+  using Args = typename PolicyCalls<GemmaRmsNorm<T>>::Args;
 
   /// As RmsNormBench: x read and y written once, weight read once, rstd written.
   static int64_t bytes_moved(int64_t rows, int64_t cols) { return RmsNormBench<T>::bytes_moved(rows, cols); }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
-    a.y = mem.alloc<T>(rows * cols);
+    set_rows<T>(mem, rows, cols, a);
     a.epilogue.weight = mem.random<T>(cols, -0.5f, 0.5f);  // zero-centred: scales 0.5-1.5
     a.rstd = mem.alloc<float>(rows);
-    a.rows = rows;
-    a.cols = cols;
     a.eps = 1e-6f;
     return a;
-  }
-  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
-    return Op::forward(a, s, o);
-  }
-  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
-    return Op::plan(a, p, o);
   }
 };
 
@@ -113,32 +123,25 @@ struct GemmaRmsNormBench {
 /// policy-type front end (normkit::LayerNorm); x, y, weight and bias T, mean
 /// and rstd written.
 template <class T>
-struct GemmaLayerNormBench {
+using GemmaLayerNorm =
+    normkit::LayerNorm<normkit::io<T>, normkit::stats::TwoPass, normkit::epilogue::Affine<T, /*WEIGHT_OFFSET=*/true>>;
+
+template <class T>
+struct GemmaLayerNormBench : PolicyCalls<GemmaLayerNorm<T>> {
   static constexpr const char* kName = "layer_norm_gemma";
   using X = T;
-  using Op = normkit::LayerNorm<normkit::io<T>, normkit::stats::TwoPass,
-                                normkit::epilogue::Affine<T, /*WEIGHT_OFFSET=*/true>>;
-  using Args = typename Op::Args;
+  using Args = typename PolicyCalls<GemmaLayerNorm<T>>::Args;
 
   /// As LayerNormBench: x read and y written once, weight and bias read once, mean and rstd written.
   static int64_t bytes_moved(int64_t rows, int64_t cols) { return LayerNormBench<T>::bytes_moved(rows, cols); }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
-    a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
-    a.y = mem.alloc<T>(rows * cols);
+    set_rows<T>(mem, rows, cols, a);
     a.epilogue.weight = mem.random<T>(cols, -0.5f, 0.5f);  // zero-centred: scales 0.5-1.5
     a.epilogue.bias = mem.random<T>(cols, -0.5f, 0.5f);
     a.mean = mem.alloc<float>(rows);
     a.rstd = mem.alloc<float>(rows);
-    a.rows = rows;
-    a.cols = cols;
     return a;
-  }
-  static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
-    return Op::forward(a, s, o);
-  }
-  static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
-    return Op::plan(a, p, o);
   }
 };
 
