@@ -101,7 +101,15 @@ enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
 inline constexpr bool kStaggersStart = LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem>);
 
-/// Rolled rows (kRollsRows, WHOLE, TEAM > 0) take the caller's row counter
+/// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> runs the
+/// rolled loop (kRollsRows): WHOLE rows at a CTA size known at compile time,
+/// in no loop of shared memory and not relayed. The kernel dispatches on it
+/// and kCounterMinRounds below asks it, so the two cannot disagree.
+template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
+inline constexpr bool kRunsRolled =
+    LOOP == SmemLoop::kNone && WHOLE && TEAM > 0 && kRollsRows<Problem> && !kRelaysRows<Problem>;
+
+/// Rolled rows (kRunsRolled) take the caller's row counter
 /// only in calls of at least this many rows per resident cluster; below it
 /// the launcher runs them at the fixed stride (LaunchOptions::row_counter
 /// dropped for the call, so no stagger either). Measured (docs/performance.md,
@@ -116,10 +124,7 @@ inline constexpr int64_t kRollCounterMinRounds = 6;
 /// row counter (launch/launcher.cuh drops it for smaller calls): for rolled
 /// rows kRollCounterMinRounds; 0 (any call) for the other loops that take it.
 template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
-inline constexpr int64_t kCounterMinRounds =
-    LOOP == SmemLoop::kNone && WHOLE && kRollsRows<Problem> && TEAM > 0 && !kRelaysRows<Problem>
-        ? kRollCounterMinRounds
-        : 0;
+inline constexpr int64_t kCounterMinRounds = kRunsRolled<Problem, WHOLE, TEAM, LOOP> ? kRollCounterMinRounds : 0;
 
 /// `part`: the columns each CTA holds (rank r: [r * part, (r + 1) * part)),
 /// blockDim.x * VECS * kVec of them, all valid (the launcher plans only rows
@@ -195,7 +200,7 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     extern __shared__ __align__(16) unsigned char ring_bytes[];
     detail::ring_rows<Problem, VECS, TEAM>(p, blockIdx.x / csize, gridDim.x / csize, col_base, reducer.rank() == 0,
                                            reducer, ring_bytes);
-  } else if constexpr (kRollsRows<Problem> && WHOLE && TEAM > 0) {
+  } else if constexpr (kRunsRolled<Problem, WHOLE, TEAM, LOOP>) {
     // Each row's output walk loads the next row's part into the registers it
     // frees (normalize_held_part's ROLL), so the next row must be known at
     // the top of this one: with a counter, a row's ticket names the row two
