@@ -1,10 +1,9 @@
 // bench/capi/normkit_capi_variants.cu: the C ABI of normkit_capi.h for RMSNorm
 // quantized to fp8 (e4m3, e5m2) or int8, with static or per-row scales, and
 // for RMSNorm and LayerNorm with the zero-centred weight ((1 + w) scale), bf16
-// input only. Each output type
-// instantiates both scalings (the launcher chooses at run time), so this unit
-// holds three quantized problems of two kernels sets each; it compiles beside
-// normkit_capi.cu.
+// input only. Each output type instantiates both scalings (the launcher
+// chooses at run time), so this unit holds three quantized problems of two
+// kernel sets each; it compiles beside normkit_capi.cu.
 #include "normkit_capi.h"
 
 #include "capi_args.h"
