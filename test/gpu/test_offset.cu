@@ -5,10 +5,11 @@
 // for, from rows_per_warp to a cluster's registers (bf16 N = 131072 in
 // clusters of 2 and 262144 in clusters of 4, the prefetching loop; 262144
 // ran the ring from change 107 to change 140), contiguous, strided and one
-// element off alignment, against a float64 reference of the bf16 inputs, y poisoned before each
-// launch and every element checked (the padding between strided rows must
-// stay poisoned); and rows that run a ring (aligned) must keep the bits of
-// the same rows misaligned (the checked plain loop).
+// element off alignment, against a float64 reference of the bf16 inputs, y
+// poisoned before each launch and every element checked (the padding
+// between strided rows must stay poisoned); and rows that run a ring
+// (aligned) must keep the bits of the same rows misaligned (the checked
+// plain loop).
 #include <gtest/gtest.h>
 
 #include <cmath>

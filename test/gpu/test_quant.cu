@@ -396,12 +396,12 @@ TEST(Quant, RolledRowsManyPerCluster) {
 // RMSNorm ones read their first slots from the prefetching loop's ring in
 // clusters of 2 (N = 131072: 66 on the H200; change 143) and run through
 // the ring (kernel/row_ring.cuh, kRingsRows: change 107) in clusters of 4
-// (262144: 30-33); fp32 LayerNorm ones read their first slots from the prefetch ring
-// (kernel/row_prefetch.cuh, kPrefetchesRows: change 99), as plain rows of
-// their type do, in clusters of 2 (65536) and 4 (131072); with 2-5 rows a
-// cluster so that each ring turns over, x strided (still slot-aligned), and
-// the plan that ran checked to be that loop; misaligned rows run the
-// checked plain loop, without a ring.
+// (262144: 30-33); fp32 LayerNorm ones read their first slots from the
+// prefetch ring (kernel/row_prefetch.cuh, kPrefetchesRows: change 99), as
+// plain rows of their type do, in clusters of 2 (65536) and 4 (131072);
+// with 2-5 rows a cluster so that each ring turns over, x strided (still
+// slot-aligned), and the plan that ran checked to be that loop; misaligned
+// rows run the checked plain loop, without a ring.
 TEST(Quant, StaticRowsRingedOrPrefetchedManyPerCluster) {
   NK_REQUIRE_GPU();
   struct Case {

@@ -479,8 +479,8 @@ inline bool plan_staged(const RowFormat& f, const DeviceCaps& d, int cluster, La
 /// 87.9%, and at 131072 (clusters of 2) for static int8 and fp8 but not
 /// converted rows. Since the row counter and the staggered start (changes
 /// 131, 134), which the prefetching loop takes, converted rows of 262144
-/// gain by it again (change 140, H100, with a counter): RMSNorm 92.9% -> 97.9%, Gemma 92.9% -> 97.8%, at M = 128
-/// +2.6 and +2.9. Rows with a static scale in clusters of 2 (131072) gain
+/// gain by it again (change 140, H100, with a counter): RMSNorm 92.9% ->
+/// 97.9%, Gemma 92.9% -> 97.8%, at M = 128 +2.6 and +2.9. Rows with a static scale in clusters of 2 (131072) gain
 /// by it too (change 143, H100, with a counter: static fp8, e5m2 and int8
 /// 96.8-97.2% -> 98.8-99.6%, M = 128-512 +1.4 to +3.3), but not in clusters
 /// of 4 (262144: -0.0 to -0.8), where they keep the ring. Clusters of 8
