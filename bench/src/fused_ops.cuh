@@ -1,8 +1,8 @@
 // bench/src/fused_ops.cuh: the Bench structs (see make_op_spec) for normkit's
 // fused entry points, as inference engines call them: residual add + RMSNorm
 // (out of place and vLLM-style in place), residual add + LayerNorm, and
-// RMSNorm with a quantized output (fp8 e4m3 or int8) and dynamic per-row or
-// static per-tensor scales. No mean or rstd is written (bytes_moved counts
+// RMSNorm and LayerNorm with a quantized output (fp8 e4m3, e5m2 or int8) and
+// dynamic per-row or static per-tensor scales. No mean or rstd is written (bytes_moved counts
 // what is).
 // Only the translation units under ops/ include this file.
 #pragma once
@@ -97,33 +97,43 @@ struct AddLayerNormBench {
   }
 };
 
-template <class Q>
+/// Which norm a quantizing op runs.
+enum class QuantNorm { kRms, kLayer };
+
+template <QuantNorm NORM, class Q>
 constexpr const char* quant_op_name() {
-  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return "rms_norm_fp8";
-  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>) return "rms_norm_fp8_e5m2";
-  else return "rms_norm_int8";
+  constexpr bool rms = NORM == QuantNorm::kRms;
+  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return rms ? "rms_norm_fp8" : "layer_norm_fp8";
+  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>) return rms ? "rms_norm_fp8_e5m2" : "layer_norm_fp8_e5m2";
+  else return rms ? "rms_norm_int8" : "layer_norm_int8";
 }
 
-/// y = quantize(RMSNorm(x) * weight / scale) with x and weight T, y Q, and each
-/// row's scale = max|y| / max(Q) written to row_scales (fp32 [rows]).
-template <class T, class Q>
-struct RmsNormQuantBench {
-  static constexpr const char* kName = quant_op_name<Q>();
+/// y = quantize(norm(x) * weight (+ bias) / scale) with x, weight (and
+/// LayerNorm's bias) T, y Q, and each row's scale = max|y| / max(Q) written
+/// to row_scales (fp32 [rows]). NORM: RMSNorm (rms_norm_quant_forward) or
+/// LayerNorm (layer_norm_quant_forward); neither writes mean or rstd here.
+template <class T, class Q, QuantNorm NORM = QuantNorm::kRms>
+struct NormQuantBench {
+  static constexpr const char* kName = quant_op_name<NORM, Q>();
+  static constexpr bool kRms = NORM == QuantNorm::kRms;
   using X = T;
-  using Args = normkit::RmsNormQuantArgs<T, Q, T>;
+  using Args = std::conditional_t<kRms, normkit::RmsNormQuantArgs<T, Q, T>, normkit::LayerNormQuantArgs<T, Q, T>>;
+  /// The per-column vectors read once: weight, and LayerNorm's bias.
+  static constexpr int64_t kParamVectors = kRms ? 1 : 2;
 
-  /// x read, y (Q) written, one fp32 scale per row written, weight read once.
+  /// x read, y (Q) written, one fp32 scale per row written, weight (and bias) read once.
   static int64_t bytes_moved(int64_t rows, int64_t cols) {
     return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + rows * int64_t(sizeof(float)) +
-           cols * int64_t(sizeof(T));
+           kParamVectors * cols * int64_t(sizeof(T));
   }
-  /// x, y and the weight, as both scalings set them (row_scales and
+  /// x, y, the weight (and bias), as both scalings set them (row_scales and
   /// static_scale left unset).
   static Args quant_args(OpMemory& mem, int64_t rows, int64_t cols) {
     Args a;
     a.x = mem.input<T>(rows * cols, kInputLo, kInputHi);
     a.y = mem.alloc<Q>(rows * cols);
     a.weight = mem.random<T>(cols, 0.5f, 1.5f);
+    if constexpr (!kRms) a.bias = mem.random<T>(cols, -0.5f, 0.5f);
     a.rows = rows;
     a.cols = cols;
     return a;
@@ -144,40 +154,47 @@ struct RmsNormQuantBench {
   }
   static std::vector<int64_t> small_batch_cols() { return fused_small_batch_cols(); }
   static normkit::Status forward(const Args& a, cudaStream_t s, const normkit::LaunchOptions& o) {
-    return normkit::rms_norm_quant_forward(a, s, o);
+    if constexpr (kRms) return normkit::rms_norm_quant_forward(a, s, o);
+    else return normkit::layer_norm_quant_forward(a, s, o);
   }
   static normkit::Status plan(const Args& a, normkit::LaunchPlan* p, const normkit::LaunchOptions& o) {
-    return normkit::rms_norm_quant_plan(a, p, o);
+    if constexpr (kRms) return normkit::rms_norm_quant_plan(a, p, o);
+    else return normkit::layer_norm_quant_plan(a, p, o);
   }
 };
 
-template <class Q>
+template <QuantNorm NORM, class Q>
 constexpr const char* quant_static_op_name() {
-  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return "rms_norm_fp8_static";
-  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>) return "rms_norm_fp8_e5m2_static";
-  else return "rms_norm_int8_static";
+  constexpr bool rms = NORM == QuantNorm::kRms;
+  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return rms ? "rms_norm_fp8_static" : "layer_norm_fp8_static";
+  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>)
+    return rms ? "rms_norm_fp8_e5m2_static" : "layer_norm_fp8_e5m2_static";
+  else return rms ? "rms_norm_int8_static" : "layer_norm_int8_static";
 }
 
 /// The static scale: |RMSNorm(x) * weight| stays below about 3 for this x and
-/// weight (x_hat at most 3 / rms(x), rms about 1.5; weight below 1.5), so
-/// y / scale stays inside int8's and e4m3's ranges and values do not clamp.
+/// weight (x_hat at most 3 / rms(x), rms about 1.5; weight below 1.5), and
+/// |LayerNorm(x) * weight + bias| below about 3.1 (x_hat at most 2 / 1.15,
+/// weight below 1.5, |bias| below 0.5), so y / scale stays inside int8's and
+/// e4m3's ranges and values do not clamp.
 inline constexpr float kStaticScale = 1.0f / 32.0f;
 
-/// y = quantize(RMSNorm(x) * weight / static_scale): one host scale for the
-/// tensor (a quantizer calibrated ahead of time), no row scales; x and
-/// weight T, y Q. Rows need not stay on chip, so every N plans. The calls
-/// (forward, plan) and the small-batch set are the per-row op's.
-template <class T, class Q>
-struct RmsNormQuantStaticBench : RmsNormQuantBench<T, Q> {
-  static constexpr const char* kName = quant_static_op_name<Q>();
-  using Args = typename RmsNormQuantBench<T, Q>::Args;
+/// y = quantize(norm(x) * weight (+ bias) / static_scale): one host scale for
+/// the tensor (a quantizer calibrated ahead of time), no row scales; x and
+/// the parameters T, y Q. Rows need not stay on chip, so every N plans. The
+/// calls (forward, plan) and the small-batch set are the per-row op's.
+template <class T, class Q, QuantNorm NORM = QuantNorm::kRms>
+struct NormQuantStaticBench : NormQuantBench<T, Q, NORM> {
+  using Base = NormQuantBench<T, Q, NORM>;
+  static constexpr const char* kName = quant_static_op_name<NORM, Q>();
+  using Args = typename Base::Args;
 
-  /// x read, y (Q) written, weight read once.
+  /// x read, y (Q) written, weight (and bias) read once.
   static int64_t bytes_moved(int64_t rows, int64_t cols) {
-    return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + cols * int64_t(sizeof(T));
+    return rows * cols * int64_t(sizeof(T) + sizeof(Q)) + Base::kParamVectors * cols * int64_t(sizeof(T));
   }
   static Args make_args(OpMemory& mem, int64_t rows, int64_t cols) {
-    Args a = RmsNormQuantBench<T, Q>::quant_args(mem, rows, cols);
+    Args a = Base::quant_args(mem, rows, cols);
     a.static_scale = kStaticScale;
     return a;
   }
@@ -189,5 +206,14 @@ struct RmsNormQuantStaticBench : RmsNormQuantBench<T, Q> {
     return a;
   }
 };
+
+template <class T, class Q>
+using RmsNormQuantBench = NormQuantBench<T, Q, QuantNorm::kRms>;
+template <class T, class Q>
+using RmsNormQuantStaticBench = NormQuantStaticBench<T, Q, QuantNorm::kRms>;
+template <class T, class Q>
+using LayerNormQuantBench = NormQuantBench<T, Q, QuantNorm::kLayer>;
+template <class T, class Q>
+using LayerNormQuantStaticBench = NormQuantStaticBench<T, Q, QuantNorm::kLayer>;
 
 }  // namespace nkbench
