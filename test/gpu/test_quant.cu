@@ -201,8 +201,11 @@ TEST(Quant, EveryFormatBothScalings) {
         // x in every dtype (weight and bias in x's; bf16 at more lengths),
         // at lengths of the register shapes and of a staged one.
         for (DType x : {DType::kBF16, DType::kF16, DType::kF32}) {
-          const std::vector<int64_t> lengths = x == DType::kBF16 ? std::vector<int64_t>{1, 100, 768, 4096, 4099, 20000}
-                                                                 : std::vector<int64_t>{1, 768, 4099, 20000};
+          // (20000: 16-bit LayerNorm's checked CTA of 640 threads at 4
+          // slots, RMSNorm's staged row; 40000: staged for both.)
+          const std::vector<int64_t> lengths = x == DType::kBF16
+                                                   ? std::vector<int64_t>{1, 100, 768, 4096, 4099, 20000, 40000}
+                                                   : std::vector<int64_t>{1, 768, 4099, 20000};
           for (int64_t n : lengths) {
             QuantCase c;
             c.op = op;
@@ -253,6 +256,33 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
     c.x = x;
     c.cols = 3000;
     check_quant(c);
+  }
+}
+
+// 16-bit LayerNorm rows of 32-64 KiB of x held in one CTA of up to 1024
+// threads at 4 slots (change 157; before, staged in one CTA), with either
+// scaling, aligned (the WHOLE form) and misaligned (the checked form).
+TEST(Quant, LayerNormRowsInOneWideCta) {
+  NK_REQUIRE_GPU();
+  for (QType q : {QType::kE4M3, QType::kInt8}) {
+    for (bool dynamic : {false, true}) {
+      for (int64_t shift : {0, 1}) {
+        normkit::LaunchPlan launched;
+        QuantCase c;
+        c.op = Op::kLayerNorm;
+        c.q = q;
+        c.dynamic = dynamic;
+        c.cols = 32768;
+        c.rows = 7;
+        c.x_shift = shift;
+        c.x_pad = 8 * shift;
+        c.launched = &launched;
+        check_quant(c);
+        EXPECT_EQ(launched.shape, Shape::kRowPerBlock);
+        EXPECT_EQ(launched.threads, 1024);
+        EXPECT_EQ(launched.vecs, 4);
+      }
+    }
   }
 }
 

@@ -328,16 +328,20 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(16385)), h200()).threads, 544);  // one partial slot past 32 KiB
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(32776)), h200()).shape, Shape::kRowInSmem);  // past 64 KiB
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(40000)), h200()).shape, Shape::kRowInSmem);
-  // Not where the output quantizes or needs the row maximum (unmeasured),
-  // nor fp32 LayerNorm (8 slots), nor rows whose slots hold 32 bytes.
-  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(32768))), h200()).shape, Shape::kRowInSmem);
-  EXPECT_EQ(plan_of(static_row(two_pass_row(bf16_row(32768))), h200()).shape, Shape::kRowInSmem);
+  // Also where the output quantizes, per row or with a static scale (change
+  // 157), but not fp32 LayerNorm (8 slots), nor rows whose slots hold 32 bytes.
+  for (const RowFormat& f : {quant_row(two_pass_row(bf16_row(32768))), static_row(two_pass_row(bf16_row(32768)))}) {
+    p = plan_of(f, h200());
+    EXPECT_EQ(p.shape, Shape::kRowPerBlock);
+    EXPECT_EQ(p.vecs, 4);
+    EXPECT_EQ(p.threads, 1024);
+  }
+  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(32776))), h200()).shape, Shape::kRowInSmem);  // past 64 KiB
   EXPECT_EQ(plan_of(two_pass_row(f32_row(16384)), h200()).threads, 512);
-  EXPECT_TRUE(normkit::detail::allows_wide_four_slot_team(2, 2, 8, false));
-  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(2, 2, 8, true));
-  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(1, 2, 8, false));
-  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(2, 4, 4, false));
-  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(1, 4, 8, false));
+  EXPECT_TRUE(normkit::detail::allows_wide_four_slot_team(2, 2, 8));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(1, 2, 8));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(2, 4, 4));
+  EXPECT_FALSE(normkit::detail::allows_wide_four_slot_team(1, 4, 8));
   // Forced, 4 slots in 1024 threads for them, and for no other problem.
   EXPECT_EQ(choose_plan(two_pass_row(bf16_row(32768)), h200(), Shape::kRowPerBlock, &p), Status::kSuccess);
   EXPECT_EQ(p.threads, 1024);

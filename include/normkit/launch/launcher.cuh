@@ -126,7 +126,7 @@ struct Launcher {
   /// Whether the plan may hold this problem's rows at 4 slots in CTAs of up
   /// to 1024 threads (allows_wide_four_slot_team; only then is that
   /// row_per_block kernel instantiated).
-  static constexpr bool kWideFourSlotTeam = allows_wide_four_slot_team(kRowReductions, kStorageBytes, VEC, kScaledOutput);
+  static constexpr bool kWideFourSlotTeam = allows_wide_four_slot_team(kRowReductions, kStorageBytes, VEC);
   /// Whether row_cluster_registers holds this problem's parts at 4 slots
   /// (four_slot_cluster_parts: only then is that kernel instantiated, and
   /// then no 8-slot register loop; split parts, kSplitsParts, hold 8).

@@ -268,22 +268,24 @@ inline bool wide_slots_fit(const RowFormat& f) {
 /// Whether a problem's rows may be held at 4 slots a thread in one CTA of up
 /// to 1024 threads (row_per_block; 512 otherwise): rows that may not take 8
 /// slots (allows_wide_slots false) in 16-byte slots of 16-bit x with two
-/// reductions (LayerNorm, add + LayerNorm), whose output neither quantizes
-/// nor needs the row's maximum (`scaled_output` false: unmeasured there).
+/// reductions (LayerNorm, add + LayerNorm), whatever their output.
 /// Their kernel runs alone on its SM and takes TwoPass's one walk
 /// (kernel::AloneOnSm). Measured (docs/performance.md, change 104): bf16
 /// N = 32768 in 1024 threads of 4 slots instead of staged, add + LayerNorm
 /// 85.3% -> 97.1% of the copy, LayerNorm bf16 85.4% -> 87.0%, fp16 77.0% ->
-/// 88.1% (with TwoPass's two walks: 94.9%, 81.6%, 81.2%). The launcher
-/// instantiates that kernel only where this holds.
-constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes, int vec, bool scaled_output) {
-  return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16 && !scaled_output;
+/// 88.1% (with TwoPass's two walks: 94.9%, 81.6%, 81.2%); LayerNorm bf16 to
+/// fp8 (change 157, H100) 86.6% -> 90.8% with a static scale, 65.2% -> 74.2%
+/// with per-row scales. The launcher instantiates that kernel only where
+/// this holds.
+constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes, int vec) {
+  return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16;
 }
 
 /// Whether row_cluster_registers holds a problem's parts at 4 slots a thread
 /// (CTAs of up to 1024 threads, one an SM) rather than 8: fused-add rows
 /// (not a plain copy of x) that allows_wide_four_slot_team admits (add +
-/// LayerNorm in 16 bits), whose 8-slot parts spill and whose 4-slot ones do
+/// LayerNorm in 16 bits) with an output that neither quantizes nor needs the
+/// row maximum (no call runs those), whose 8-slot parts spill and whose 4-slot ones do
 /// not (ptxas: 0 bytes WHOLE, 48 checked, against 44 and 660). Measured
 /// (docs/performance.md, change 105): add + LayerNorm bf16 N = 65536
 /// (clusters of 2) 85.4% of the copy at 8 slots (84.7% staged) -> 93.1%,
@@ -295,14 +297,14 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
 /// at most PlanTuning::kSplitPartMaxCluster: kernel/row_split_part.cuh).
 constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, int vec, bool scaled_output,
                                        bool plain_input) {
-  return allows_wide_four_slot_team(row_reductions, storage_bytes, vec, scaled_output) && !plain_input;
+  return allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && !scaled_output && !plain_input;
 }
 
 /// The most threads a row_per_block CTA of `vecs` slots may have for these
 /// rows: kernel::row_per_block_max_threads, or 1024 at 4 slots where
 /// allows_wide_four_slot_team holds.
 inline int row_per_block_threads_limit(const RowFormat& f, int vecs) {
-  return vecs == 4 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f))
+  return vecs == 4 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec)
              ? kernel::kRowPerBlockWideMaxThreads
              : kernel::row_per_block_max_threads(vecs);
 }
@@ -312,7 +314,7 @@ inline int row_per_block_threads_limit(const RowFormat& f, int vecs) {
 /// 32 KiB up to 64 KiB of problems that may not take 8 slots.
 inline bool wide_four_slot_team_fits(const RowFormat& f) {
   const int64_t bytes = x_row_bytes(f);
-  return f.vec > 0 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f)) &&
+  return f.vec > 0 && allows_wide_four_slot_team(f.row_reductions, f.storage_bytes, f.vec) &&
          bytes > PlanTuning::kAutoRegisterRowBytes &&
          bytes <= int64_t{kernel::kRowPerBlockWideMaxThreads} * PlanTuning::kMaxRegisterBytes;
 }
