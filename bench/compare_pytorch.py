@@ -30,6 +30,9 @@ against eager's unquantized fp32 y within half a step (fp8: 2^-(mantissa bits + 
 int8: half the scale) and 1e-5 of slack, so a peer that truncated or rounded the wrong way would fail; its per-row
 scales ('<peer>_scales') within 1e-3 of eager's. The copy "ceiling" of these ops (2 bytes read, 1 written an
 element) is a reference rather than a bound: a copy moves as many bytes each way, and shares above 100% occur.
+LayerNorm quantized to e4m3 (ops layer_norm_fp8, per-row scales, and layer_norm_fp8_static; bf16 x, weight and bias):
+normkit_layer_norm_quant_fwd against eager `y = F.layer_norm(x.float(), (N,), w.float(), b.float(), eps)`
+quantized the same way, and the same under torch.compile. Bytes and checks as RMSNorm's, the bias read once too.
 
 Gemma's RMSNorm (op rms_norm_gemma, bf16; w uniform in [-0.5, 0.5), so scales 1 + w as the others' w): normkit's
 normkit_rms_norm_gemma_fwd against eager `(F.rms_norm(x.float(), (N,), None, eps) * (1 + w.float())).to(bf16)`
@@ -72,14 +75,17 @@ import triton.language as tl
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-# op -> (quantized dtype, per-row scales): RMSNorm of bf16 x quantized, with per-row or static scales.
+# op -> (quantized dtype, per-row scales, norm): RMSNorm or LayerNorm of bf16 x quantized, with per-row or static
+# scales.
 QUANT_OPS = {
-    "rms_norm_fp8": (torch.float8_e4m3fn, True),
-    "rms_norm_fp8_e5m2": (torch.float8_e5m2, True),
-    "rms_norm_int8": (torch.int8, True),
-    "rms_norm_fp8_static": (torch.float8_e4m3fn, False),
-    "rms_norm_fp8_e5m2_static": (torch.float8_e5m2, False),
-    "rms_norm_int8_static": (torch.int8, False),
+    "rms_norm_fp8": (torch.float8_e4m3fn, True, "rms_norm"),
+    "rms_norm_fp8_e5m2": (torch.float8_e5m2, True, "rms_norm"),
+    "rms_norm_int8": (torch.int8, True, "rms_norm"),
+    "rms_norm_fp8_static": (torch.float8_e4m3fn, False, "rms_norm"),
+    "rms_norm_fp8_e5m2_static": (torch.float8_e5m2, False, "rms_norm"),
+    "rms_norm_int8_static": (torch.int8, False, "rms_norm"),
+    "layer_norm_fp8": (torch.float8_e4m3fn, True, "layer_norm"),
+    "layer_norm_fp8_static": (torch.float8_e4m3fn, False, "layer_norm"),
 }
 QTYPE_CODES = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 1, torch.int8: 2}  # normkit_capi.h
 QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0, torch.int8: 127.0}
@@ -89,9 +95,10 @@ QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0, torch.int8: 127.
 QHALF_STEP = {torch.float8_e4m3fn: (2.0 ** -4, 2.0 ** -10), torch.float8_e5m2: (2.0 ** -3, 2.0 ** -17),
               torch.int8: (0.0, 0.5)}
 QCHECK_SLACK = 1e-5  # of |y| + s: peers' fp32 y differ from eager's in the last bits, so ties may round apart
-STATIC_SCALE = 1.0 / 32.0  # normkit_bench's kStaticScale: |y| < 3 here, so y / scale stays in every range
+STATIC_SCALE = 1.0 / 32.0  # normkit_bench's kStaticScale: |y| < 3.2 here, so y / scale stays in every range
 EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6, "add_rms_norm": 1e-6, "add_rms_norm_inplace": 1e-6,
-       "add_layer_norm": 1e-5, "rms_norm_gemma": 1e-6, "layer_norm_gemma": 1e-5, **{op: 1e-6 for op in QUANT_OPS}}  # PyTorch's defaults
+       "add_layer_norm": 1e-5, "rms_norm_gemma": 1e-6, "layer_norm_gemma": 1e-5,
+       **{op: 1e-6 if norm == "rms_norm" else 1e-5 for op, (_, _, norm) in QUANT_OPS.items()}}  # PyTorch's defaults
 ADD_OPS = ("add_rms_norm", "add_rms_norm_inplace", "add_layer_norm")
 GEMMA_OPS = ("rms_norm_gemma", "layer_norm_gemma")  # the zero-centred weight: scale 1 + w
 FUSED_OPS = ADD_OPS + GEMMA_OPS + tuple(QUANT_OPS)
@@ -143,6 +150,8 @@ class Normkit:
         lib.normkit_add_layer_norm_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_quant_fwd.argtypes = [i32, i32, p, p, p, f32, p, i64, i64, f32, p]
         lib.normkit_rms_norm_quant_shape.argtypes = [i32, i32, i32, i64, ctypes.POINTER(ctypes.c_char_p)]
+        lib.normkit_layer_norm_quant_fwd.argtypes = [i32, i32, p, p, p, p, f32, p, i64, i64, f32, p]
+        lib.normkit_layer_norm_quant_shape.argtypes = [i32, i32, i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_rms_norm_gemma_fwd.argtypes = [i32, p, p, p, p, i64, i64, f32, p]
         lib.normkit_rms_norm_gemma_shape.argtypes = [i32, i64, ctypes.POINTER(ctypes.c_char_p)]
         lib.normkit_layer_norm_gemma_fwd.argtypes = [i32, p, p, p, p, p, p, i64, i64, f32, p]
@@ -153,7 +162,8 @@ class Normkit:
         for f in ("normkit_layer_norm_fwd", "normkit_rms_norm_fwd", "normkit_add_rms_norm_fwd",
                   "normkit_add_layer_norm_fwd", "normkit_layer_norm_shape",
                   "normkit_rms_norm_shape", "normkit_add_rms_norm_shape", "normkit_add_layer_norm_shape",
-                  "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape",
+                  "normkit_rms_norm_quant_fwd", "normkit_rms_norm_quant_shape", "normkit_layer_norm_quant_fwd",
+                  "normkit_layer_norm_quant_shape",
                   "normkit_rms_norm_gemma_fwd", "normkit_rms_norm_gemma_shape", "normkit_layer_norm_gemma_fwd",
                   "normkit_layer_norm_gemma_shape", "normkit_set_row_counter"):
             getattr(lib, f).restype = i32
@@ -222,16 +232,19 @@ class Normkit:
             return self.add_layer_norm(x, r, w, b, h, y, eps, mean=mean, rstd=rstd)
         return self.add_rms_norm(x, r, w, h, y, eps, rstd=rstd)
 
-    def rms_norm_quant(self, x, w, q, s, static_scale, eps):
-        """q = quantize(RMSNorm(x) * w / scale), q's dtype the format: with s (fp32 [M]) the per-row scales,
-        written; else the static scale. Returns (q, s)."""
+    def norm_quant(self, norm, x, w, b, q, s, static_scale, eps):
+        """q = quantize(norm(x) * w (+ b) / scale), norm "rms_norm" (b unused) or "layer_norm", q's dtype the
+        format: with s (fp32 [M]) the per-row scales, written; else the static scale. Returns (q, s)."""
         assert x.is_contiguous() and q.is_contiguous() and (s is None) == (static_scale is not None)
         m, n = x.shape
         stream = torch.cuda.current_stream().cuda_stream
-        rc = self._lib.normkit_rms_norm_quant_fwd(DTYPE_CODES[x.dtype], QTYPE_CODES[q.dtype], x.data_ptr(),
-                                                  q.data_ptr(), self._ptr(w), static_scale or 0.0, self._ptr(s),
-                                                  m, n, eps, stream)
-        self._check(rc, "rms_norm_quant")
+        codes = (DTYPE_CODES[x.dtype], QTYPE_CODES[q.dtype], x.data_ptr(), q.data_ptr(), self._ptr(w))
+        scaling = (static_scale or 0.0, self._ptr(s), m, n, eps, stream)
+        if norm == "layer_norm":
+            rc = self._lib.normkit_layer_norm_quant_fwd(*codes, self._ptr(b), *scaling)
+        else:
+            rc = self._lib.normkit_rms_norm_quant_fwd(*codes, *scaling)
+        self._check(rc, norm + "_quant")
         return q, s
 
     def rms_norm_gemma(self, x, w, y, eps, rstd=None):
@@ -263,9 +276,10 @@ class Normkit:
     def shape(self, op, dtype, n):
         name = ctypes.c_char_p()
         if op in QUANT_OPS:
-            qdtype, per_row = QUANT_OPS[op]
-            rc = self._lib.normkit_rms_norm_quant_shape(DTYPE_CODES[dtype], QTYPE_CODES[qdtype], int(per_row), n,
-                                                        ctypes.byref(name))
+            qdtype, per_row, norm = QUANT_OPS[op]
+            shape_fn = self._lib.normkit_layer_norm_quant_shape if norm == "layer_norm" else \
+                self._lib.normkit_rms_norm_quant_shape
+            rc = shape_fn(DTYPE_CODES[dtype], QTYPE_CODES[qdtype], int(per_row), n, ctypes.byref(name))
         else:
             rc = self._shape_fns[op](DTYPE_CODES[dtype], n, ctypes.byref(name))
         self._check(rc, f"{op} shape")
@@ -439,8 +453,11 @@ def quantize(v, qdtype):
     return v.clamp(-qmax, qmax).to(qdtype)
 
 
-def rms_norm_fp32(x, w, eps):
-    """RMSNorm of x with weight w, computed in fp32: the quantized ops' y before quantization."""
+def norm_fp32(norm, x, w, b, eps):
+    """RMSNorm of x with weight w, or LayerNorm with weight w and bias b, computed in fp32: the quantized ops' y
+    before quantization."""
+    if norm == "layer_norm":
+        return F.layer_norm(x.float(), (x.shape[-1],), w.float(), b.float(), eps)
     return F.rms_norm(x.float(), (x.shape[-1],), w.float(), eps)
 
 
@@ -450,29 +467,29 @@ def row_scales(y, qdtype):
     return (y.abs().amax(dim=-1, keepdim=True) / qmax).clamp(min=1.0 / (qmax * 512.0))
 
 
-def eager_rms_norm_quant(x, w, eps, qdtype, per_row):
-    """RMSNorm in fp32, then quantized: (q, s) with s the per-row scales (fp32 [M]) from max|y|, or (q, None)
+def eager_norm_quant(norm, x, w, b, eps, qdtype, per_row):
+    """The norm in fp32, then quantized: (q, s) with s the per-row scales (fp32 [M]) from max|y|, or (q, None)
     with the static scale STATIC_SCALE."""
-    y = rms_norm_fp32(x, w, eps)
+    y = norm_fp32(norm, x, w, b, eps)
     if not per_row:
         return quantize(y / STATIC_SCALE, qdtype), None
     s = row_scales(y, qdtype)
     return quantize(y / s, qdtype), s.squeeze(-1)
 
 
-def make_quant_peers(op, lib, x, w, eps, with_compile):
-    """name -> a call returning (q, s or None), every peer on the same x, w."""
-    qdtype, per_row = QUANT_OPS[op]
+def make_quant_peers(op, lib, x, w, b, eps, with_compile):
+    """name -> a call returning (q, s or None), every peer on the same x, w (and b)."""
+    qdtype, per_row, norm = QUANT_OPS[op]
     q_nk = torch.empty(x.shape, device="cuda", dtype=qdtype)
     s_nk = torch.empty(x.shape[0], device="cuda", dtype=torch.float32) if per_row else None
     static = None if per_row else STATIC_SCALE
     peers = {
-        "normkit": lambda: lib.rms_norm_quant(x, w, q_nk, s_nk, static, eps),
-        "eager": lambda: eager_rms_norm_quant(x, w, eps, qdtype, per_row),
+        "normkit": lambda: lib.norm_quant(norm, x, w, b, q_nk, s_nk, static, eps),
+        "eager": lambda: eager_norm_quant(norm, x, w, b, eps, qdtype, per_row),
     }
     if with_compile:
-        fn = fresh_compile(lambda x, w: eager_rms_norm_quant(x, w, eps, qdtype, per_row))
-        peers["compile"] = warm_compile(lambda: fn(x, w))
+        fn = fresh_compile(lambda x, w, b: eager_norm_quant(norm, x, w, b, eps, qdtype, per_row))
+        peers["compile"] = warm_compile(lambda: fn(x, w, b))
     return peers
 
 
@@ -481,7 +498,7 @@ def make_inputs(op, dtype, m, n):
     # Gemma's zero-centred weight: scales 1 + w in [0.5, 1.5), as the others' w.
     lo = -0.5 if op in GEMMA_OPS else 0.5
     w = torch.empty(n, device="cuda", dtype=dtype).uniform_(lo, lo + 1.0)
-    with_bias = op in ("layer_norm", "layer_norm_gemma")
+    with_bias = op in ("layer_norm", "layer_norm_gemma") or QUANT_OPS.get(op, (None, None, None))[2] == "layer_norm"
     b = torch.empty(n, device="cuda", dtype=dtype).uniform_(-0.5, 0.5) if with_bias else None
     return x, w, b
 
@@ -491,10 +508,11 @@ def bytes_moved(x, w, b):
     return 2 * x.numel() * per + w.numel() * per + (0 if b is None else b.numel() * per)
 
 
-def quant_bytes_moved(x, w, per_row):
-    """RMSNorm quantized: x read, y written at 1 byte, the fp32 per-row scales (if any) written, weight read
-    once."""
-    return x.numel() * x.element_size() + x.numel() + (4 * x.shape[0] if per_row else 0) + w.numel() * w.element_size()
+def quant_bytes_moved(x, w, b, per_row):
+    """A norm quantized: x read, y written at 1 byte, the fp32 per-row scales (if any) written, weight (and
+    bias) read once."""
+    params = w.numel() * w.element_size() + (0 if b is None else b.numel() * b.element_size())
+    return x.numel() * x.element_size() + x.numel() + (4 * x.shape[0] if per_row else 0) + params
 
 
 def fused_bytes_moved(x, w, b=None):
@@ -571,13 +589,13 @@ def check_fused_outputs(op, lib, x, r, w, b, eps, peers):
     return result
 
 
-def check_quant_outputs(op, x, w, eps, peers):
+def check_quant_outputs(op, x, w, b, eps, peers):
     """name -> {'ok', 'max_abs_err'}: each peer's (eager's too) dequantized q * s, with its own scales, against
     eager's unquantized fp32 y within half a step (QHALF_STEP) and QCHECK_SLACK, and its per-row scales
     ('<name>_scales') within 1e-3 of eager's."""
-    qdtype, per_row = QUANT_OPS[op]
+    qdtype, per_row, norm = QUANT_OPS[op]
     rel, steps = QHALF_STEP[qdtype]
-    y = rms_norm_fp32(x, w, eps)
+    y = norm_fp32(norm, x, w, b, eps)
     ref_s = row_scales(y, qdtype).squeeze(-1) if per_row else None
     result = {}
     for name, fn in peers.items():
@@ -740,15 +758,17 @@ def finish_case(op, dtype_name, m, n, lib, nbytes, peers, checks, timer):
 
 def run_fused_case(op, dtype_name, m, n, lib, args, timer):
     """A fused variant (bf16): residual add + RMSNorm (out of place or in place) or + LayerNorm, Gemma's
-    RMSNorm, or RMSNorm quantized, against eager and torch.compile."""
+    RMSNorm, or RMSNorm or LayerNorm quantized, against eager and torch.compile."""
     dtype = DTYPES[dtype_name]
     eps = EPS[op]
     with_compile = not args.no_compile
     if op in QUANT_OPS:
-        x, w, _ = make_inputs(op, dtype, m, n)
-        peers = make_quant_peers(op, lib, x, w, eps, with_compile)
-        checks = check_quant_outputs(op, x, w, eps, peers)
-        rec = finish_case(op, dtype_name, m, n, lib, quant_bytes_moved(x, w, QUANT_OPS[op][1]), peers, checks, timer)
+        x, w, b = make_inputs(op, dtype, m, n)
+        peers = make_quant_peers(op, lib, x, w, b, eps, with_compile)
+        checks = check_quant_outputs(op, x, w, b, eps, peers)
+        rec = finish_case(op, dtype_name, m, n, lib, quant_bytes_moved(x, w, b, QUANT_OPS[op][1]), peers, checks,
+                          timer)
+        del b
     elif op in GEMMA_OPS:
         x, w, b = make_inputs(op, dtype, m, n)
         peers = make_gemma_peers(op, lib, x, w, b, eps, with_compile)

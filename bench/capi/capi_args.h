@@ -1,10 +1,14 @@
 // bench/capi/capi_args.h: normkit argument structs filled from the C ABI's
-// untyped pointers (normkit_capi.cu, normkit_capi_variants.cu).
+// untyped pointers, and the helpers its units share (normkit_capi.cu,
+// normkit_capi_variants.cu, normkit_capi_layer_quant.cu).
 #pragma once
 
 #include <normkit/launch/launcher.cuh>
+#include <normkit/types.cuh>
 
 #include <cstdint>
+
+#include "normkit_capi.h"
 
 namespace nkcapi {
 
@@ -33,6 +37,23 @@ Args row_args(const void* x, void* y, int64_t rows, int64_t cols, float eps) {
   a.cols = cols;
   a.eps = eps;
   return a;
+}
+
+/// Calls f with a value of the quantized type named by `qtype` (NORMKIT_CAPI_E4M3, ...).
+template <class F>
+normkit::Status with_qtype(int qtype, F&& f) {
+  switch (qtype) {
+    case NORMKIT_CAPI_E4M3: return f(normkit::float8_e4m3{});
+    case NORMKIT_CAPI_E5M2: return f(normkit::float8_e5m2{});
+    case NORMKIT_CAPI_INT8: return f(int8_t{});
+    default: return normkit::Status::kErrorUnsupportedType;
+  }
+}
+
+/// A shape query's result: the status, and on success the shape's name in *shape_name.
+inline int shape_result(normkit::Status s, const normkit::LaunchPlan& p, const char** shape_name) {
+  if (s == normkit::Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
+  return static_cast<int>(s);
 }
 
 }  // namespace nkcapi

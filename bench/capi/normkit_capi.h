@@ -1,6 +1,6 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
- * forward, residual add + RMSNorm, residual add + LayerNorm, RMSNorm quantized to fp8 or int8 and
- * Gemma's RMSNorm, for callers outside C++
+ * forward, residual add + RMSNorm, residual add + LayerNorm, RMSNorm and LayerNorm quantized to fp8
+ * or int8, and both with Gemma's zero-centred weight, for callers outside C++
  * (bench/compare_pytorch.py loads it with ctypes). x, y (unless quantized),
  * weight, bias and the residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a
@@ -79,6 +79,15 @@ NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_fwd(int dtype, int qtype, const v
                                                    const void* weight, float static_scale, float* row_scales,
                                                    int64_t rows, int64_t cols, float eps, void* stream);
 
+/* LayerNorm quantized to `qtype` (bf16 x, weight and bias only), y = (x -
+ * mean) * rstd * weight + bias, with the scalings and rounding of
+ * normkit_rms_norm_quant_fwd. weight (then 1) and bias (then 0) may be NULL;
+ * no mean or rstd is written. */
+NORMKIT_CAPI_EXPORT int normkit_layer_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q,
+                                                     const void* weight, const void* bias, float static_scale,
+                                                     float* row_scales, int64_t rows, int64_t cols, float eps,
+                                                     void* stream);
+
 /* Gemma's RMSNorm (TransformerEngine's zero-centred gamma): y = x * rstd *
  * (1 + weight), in fp32, rounded once (bf16 only). weight (then a scale of 1)
  * and rstd may be NULL. */
@@ -109,6 +118,8 @@ NORMKIT_CAPI_EXPORT int normkit_layer_norm_gemma_shape(int dtype, int64_t cols, 
 /* per_row: nonzero for per-row scales, 0 for a static scale */
 NORMKIT_CAPI_EXPORT int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols,
                                                      const char** shape_name);
+NORMKIT_CAPI_EXPORT int normkit_layer_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols,
+                                                       const char** shape_name);
 
 /* The row counter every later forward passes (normkit::LaunchOptions::row_counter:
  * two 32-bit words of device memory, zero, used by one stream only; each call

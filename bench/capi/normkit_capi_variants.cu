@@ -3,7 +3,8 @@
 // for RMSNorm and LayerNorm with the zero-centred weight ((1 + w) scale), bf16
 // input only. Each output type instantiates both scalings (the launcher
 // chooses at run time), so this unit holds three quantized problems of two
-// kernel sets each; it compiles beside normkit_capi.cu.
+// kernel sets each; it compiles beside normkit_capi.cu (LayerNorm quantized:
+// normkit_capi_layer_quant.cu).
 #include "normkit_capi.h"
 
 #include "capi_args.h"
@@ -21,17 +22,6 @@ using Bf16 = normkit::bfloat16;
 using GemmaRmsNorm = normkit::RmsNorm<normkit::io<Bf16>, normkit::epilogue::Scale<Bf16, /*WEIGHT_OFFSET=*/true>>;
 using GemmaLayerNorm = normkit::LayerNorm<normkit::io<Bf16>, normkit::stats::TwoPass,
                                           normkit::epilogue::Affine<Bf16, /*WEIGHT_OFFSET=*/true>>;
-
-/// Calls f with a value of the quantized type named by `qtype`.
-template <class F>
-Status with_qtype(int qtype, F&& f) {
-  switch (qtype) {
-    case NORMKIT_CAPI_E4M3: return f(normkit::float8_e4m3{});
-    case NORMKIT_CAPI_E5M2: return f(normkit::float8_e5m2{});
-    case NORMKIT_CAPI_INT8: return f(int8_t{});
-    default: return Status::kErrorUnsupportedType;
-  }
-}
 
 template <class Q>
 normkit::RmsNormQuantArgs<Bf16, Q> quant_args(const void* x, void* y, const void* weight, float static_scale,
@@ -61,11 +51,6 @@ GemmaLayerNorm::Args gemma_layer_norm_args(const void* x, void* y, const void* w
   return a;
 }
 
-int shape_result(Status s, const normkit::LaunchPlan& p, const char** shape_name) {
-  if (s == Status::kSuccess) *shape_name = normkit::shape_name(p.shape);
-  return static_cast<int>(s);
-}
-
 }  // namespace
 
 extern "C" {
@@ -74,7 +59,7 @@ int normkit_rms_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q, c
                                float static_scale, float* row_scales, int64_t rows, int64_t cols, float eps,
                                void* stream) {
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
-  return static_cast<int>(with_qtype(qtype, [&](auto tag) {
+  return static_cast<int>(nkcapi::with_qtype(qtype, [&](auto tag) {
     using Q = decltype(tag);
     return normkit::rms_norm_quant_forward(quant_args<Q>(x, y_q, weight, static_scale, row_scales, rows, cols, eps),
                                            static_cast<cudaStream_t>(stream), nkcapi::options());
@@ -107,7 +92,7 @@ int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols
   if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);  // as the forward
   normkit::LaunchPlan p;
-  const Status s = with_qtype(qtype, [&](auto tag) {
+  const Status s = nkcapi::with_qtype(qtype, [&](auto tag) {
     using Q = decltype(tag);
     // A scale pointer selects the per-row form, a static scale the other;
     // with M = 0 nothing is read or written.
@@ -117,7 +102,7 @@ int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols
                       cols, 1e-6f),
         &p);
   });
-  return shape_result(s, p, shape_name);
+  return nkcapi::shape_result(s, p, shape_name);
 }
 
 int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {
@@ -129,7 +114,7 @@ int normkit_rms_norm_gemma_shape(int dtype, int64_t cols, const char** shape_nam
   if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
   normkit::LaunchPlan p;
   const Status s = GemmaRmsNorm::plan(gemma_args(nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-6f), &p);
-  return shape_result(s, p, shape_name);
+  return nkcapi::shape_result(s, p, shape_name);
 }
 
 int normkit_layer_norm_gemma_shape(int dtype, int64_t cols, const char** shape_name) {
@@ -138,7 +123,7 @@ int normkit_layer_norm_gemma_shape(int dtype, int64_t cols, const char** shape_n
   normkit::LaunchPlan p;
   const Status s = GemmaLayerNorm::plan(
       gemma_layer_norm_args(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, cols, 1e-5f), &p);
-  return shape_result(s, p, shape_name);
+  return nkcapi::shape_result(s, p, shape_name);
 }
 
 }  // extern "C"
