@@ -56,4 +56,20 @@ inline int shape_result(normkit::Status s, const normkit::LaunchPlan& p, const c
   return static_cast<int>(s);
 }
 
+/// A bf16 quantized op's shape query: `plan(tag, static_scale, row_scales,
+/// &plan_out)` plans rows of the quantized type of `tag`, given a static
+/// scale (per_row 0) or a scale pointer (per_row nonzero), which is what
+/// selects each scaling; with M = 0 nothing is read or written.
+template <class Plan>
+int quant_shape(int dtype, int qtype, int per_row, const char** shape_name, Plan&& plan) {
+  if (shape_name == nullptr) return static_cast<int>(normkit::Status::kErrorNullPointer);
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(normkit::Status::kErrorUnsupportedType);  // as the forward
+  static float scale_placeholder;
+  normkit::LaunchPlan p;
+  const normkit::Status s = with_qtype(qtype, [&](auto tag) {
+    return plan(tag, per_row ? 0.f : 1.f, per_row ? &scale_placeholder : nullptr, &p);
+  });
+  return shape_result(s, p, shape_name);
+}
+
 }  // namespace nkcapi

@@ -89,20 +89,10 @@ int normkit_layer_norm_gemma_fwd(int dtype, const void* x, void* y, const void* 
 }
 
 int normkit_rms_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols, const char** shape_name) {
-  if (shape_name == nullptr) return static_cast<int>(Status::kErrorNullPointer);
-  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);  // as the forward
-  normkit::LaunchPlan p;
-  const Status s = nkcapi::with_qtype(qtype, [&](auto tag) {
+  return nkcapi::quant_shape(dtype, qtype, per_row, shape_name, [&](auto tag, float scale, float* scales, auto* p) {
     using Q = decltype(tag);
-    // A scale pointer selects the per-row form, a static scale the other;
-    // with M = 0 nothing is read or written.
-    static float scale_placeholder;
-    return normkit::rms_norm_quant_plan(
-        quant_args<Q>(nullptr, nullptr, nullptr, per_row ? 0.f : 1.f, per_row ? &scale_placeholder : nullptr, 0,
-                      cols, 1e-6f),
-        &p);
+    return normkit::rms_norm_quant_plan(quant_args<Q>(nullptr, nullptr, nullptr, scale, scales, 0, cols, 1e-6f), p);
   });
-  return nkcapi::shape_result(s, p, shape_name);
 }
 
 int normkit_rms_norm_fp8_shape(int dtype, int64_t cols, const char** shape_name) {
