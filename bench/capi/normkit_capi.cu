@@ -1,8 +1,9 @@
 // bench/capi/normkit_capi.cu: the C ABI of normkit_capi.h for the plain norms
 // and the fused residual adds. Nine instantiations (three ops, three dtypes),
 // chosen at run time by the dtype code, and residual add + LayerNorm for bf16.
-// The quantized and Gemma RMSNorm live in normkit_capi_variants.cu, a
-// translation unit of their own so that the two compile side by side.
+// RMSNorm quantized and both norms with Gemma's weight live in
+// normkit_capi_variants.cu, LayerNorm quantized in normkit_capi_layer_quant.cu:
+// translation units of their own, so that they compile side by side.
 #include "normkit_capi.h"
 
 #include "capi_args.h"

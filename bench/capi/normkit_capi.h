@@ -1,6 +1,6 @@
 /* bench/capi/normkit_capi.h: a C ABI over normkit's LayerNorm and RMSNorm
  * forward, residual add + RMSNorm, residual add + LayerNorm, RMSNorm and LayerNorm quantized to fp8
- * or int8, and both with Gemma's zero-centred weight, for callers outside C++
+ * or int8, and RMSNorm and LayerNorm with Gemma's zero-centred weight, for callers outside C++
  * (bench/compare_pytorch.py loads it with ctypes). x, y (unless quantized),
  * weight, bias and the residual buffers share one dtype; mean and rstd are fp32
  * [rows]; rows are contiguous. Pointers are device pointers; `stream` is a

@@ -1,8 +1,9 @@
 // bench/src/fused_ops.cuh: the Bench structs (see make_op_spec) for normkit's
 // fused entry points, as inference engines call them: residual add + RMSNorm
 // (out of place and vLLM-style in place), residual add + LayerNorm, and
-// RMSNorm and LayerNorm with a quantized output (fp8 e4m3, e5m2 or int8) and
-// dynamic per-row or static per-tensor scales. No mean or rstd is written (bytes_moved counts
+// RMSNorm (fp8 e4m3, e5m2 or int8) and LayerNorm (fp8 e4m3; the structs take
+// any of the three) with a quantized output and dynamic per-row or static
+// per-tensor scales. No mean or rstd is written (bytes_moved counts
 // what is).
 // Only the translation units under ops/ include this file.
 #pragma once
@@ -100,12 +101,19 @@ struct AddLayerNormBench {
 /// Which norm a quantizing op runs.
 enum class QuantNorm { kRms, kLayer };
 
-template <QuantNorm NORM, class Q>
+/// The op's name: the norm, the output type, and "_static" for a static scale
+/// (rms_norm_fp8, rms_norm_fp8_e5m2_static, layer_norm_fp8, ...).
+template <QuantNorm NORM, class Q, bool STATIC>
 constexpr const char* quant_op_name() {
-  constexpr bool rms = NORM == QuantNorm::kRms;
-  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return rms ? "rms_norm_fp8" : "layer_norm_fp8";
-  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>) return rms ? "rms_norm_fp8_e5m2" : "layer_norm_fp8_e5m2";
-  else return rms ? "rms_norm_int8" : "layer_norm_int8";
+  constexpr int type = std::is_same_v<Q, normkit::float8_e4m3> ? 0 : std::is_same_v<Q, normkit::float8_e5m2> ? 1 : 2;
+  constexpr const char* kNames[2][3][2] = {
+      {{"rms_norm_fp8", "rms_norm_fp8_static"},
+       {"rms_norm_fp8_e5m2", "rms_norm_fp8_e5m2_static"},
+       {"rms_norm_int8", "rms_norm_int8_static"}},
+      {{"layer_norm_fp8", "layer_norm_fp8_static"},
+       {"layer_norm_fp8_e5m2", "layer_norm_fp8_e5m2_static"},
+       {"layer_norm_int8", "layer_norm_int8_static"}}};
+  return kNames[NORM == QuantNorm::kRms ? 0 : 1][type][STATIC ? 1 : 0];
 }
 
 /// y = quantize(norm(x) * weight (+ bias) / scale) with x, weight (and
@@ -114,7 +122,7 @@ constexpr const char* quant_op_name() {
 /// LayerNorm (layer_norm_quant_forward); neither writes mean or rstd here.
 template <class T, class Q, QuantNorm NORM = QuantNorm::kRms>
 struct NormQuantBench {
-  static constexpr const char* kName = quant_op_name<NORM, Q>();
+  static constexpr const char* kName = quant_op_name<NORM, Q, false>();
   static constexpr bool kRms = NORM == QuantNorm::kRms;
   using X = T;
   using Args = std::conditional_t<kRms, normkit::RmsNormQuantArgs<T, Q, T>, normkit::LayerNormQuantArgs<T, Q, T>>;
@@ -163,15 +171,6 @@ struct NormQuantBench {
   }
 };
 
-template <QuantNorm NORM, class Q>
-constexpr const char* quant_static_op_name() {
-  constexpr bool rms = NORM == QuantNorm::kRms;
-  if constexpr (std::is_same_v<Q, normkit::float8_e4m3>) return rms ? "rms_norm_fp8_static" : "layer_norm_fp8_static";
-  else if constexpr (std::is_same_v<Q, normkit::float8_e5m2>)
-    return rms ? "rms_norm_fp8_e5m2_static" : "layer_norm_fp8_e5m2_static";
-  else return rms ? "rms_norm_int8_static" : "layer_norm_int8_static";
-}
-
 /// The static scale: |RMSNorm(x) * weight| stays below about 3 for this x and
 /// weight (x_hat at most 3 / rms(x), rms about 1.5; weight below 1.5), and
 /// |LayerNorm(x) * weight + bias| below about 3.1 (x_hat at most 2 / 1.15,
@@ -186,7 +185,7 @@ inline constexpr float kStaticScale = 1.0f / 32.0f;
 template <class T, class Q, QuantNorm NORM = QuantNorm::kRms>
 struct NormQuantStaticBench : NormQuantBench<T, Q, NORM> {
   using Base = NormQuantBench<T, Q, NORM>;
-  static constexpr const char* kName = quant_static_op_name<NORM, Q>();
+  static constexpr const char* kName = quant_op_name<NORM, Q, true>();
   using Args = typename Base::Args;
 
   /// x read, y (Q) written, weight (and bias) read once.

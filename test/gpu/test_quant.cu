@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "dispatch_extra.h"
@@ -201,8 +202,8 @@ TEST(Quant, EveryFormatBothScalings) {
         // x in every dtype (weight and bias in x's; bf16 at more lengths),
         // at lengths of the register shapes and of a staged one.
         for (DType x : {DType::kBF16, DType::kF16, DType::kF32}) {
-          // (20000: 16-bit LayerNorm's checked CTA of 640 threads at 4
-          // slots, RMSNorm's staged row; 40000: staged for both.)
+          // (16-bit x: 20000 is LayerNorm's checked CTA of 640 threads at
+          // 4 slots and RMSNorm's staged row; 40000 staged for both.)
           const std::vector<int64_t> lengths = x == DType::kBF16
                                                    ? std::vector<int64_t>{1, 100, 768, 4096, 4099, 20000, 40000}
                                                    : std::vector<int64_t>{1, 768, 4099, 20000};
@@ -260,16 +261,19 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
 }
 
 // 16-bit LayerNorm rows of 32-64 KiB of x held in one CTA of up to 1024
-// threads at 4 slots (change 157; before, staged in one CTA), with either
-// scaling, aligned (the WHOLE form) and misaligned (the checked form).
+// threads at 4 slots (change 157; before, staged in one CTA), bf16 and fp16
+// x, with either scaling, aligned (the WHOLE form) and misaligned (the
+// checked form).
 TEST(Quant, LayerNormRowsInOneWideCta) {
   NK_REQUIRE_GPU();
-  for (QType q : {QType::kE4M3, QType::kInt8}) {
+  for (auto [x, q] : {std::pair{DType::kBF16, QType::kE4M3}, std::pair{DType::kBF16, QType::kInt8},
+                      std::pair{DType::kF16, QType::kE5M2}}) {
     for (bool dynamic : {false, true}) {
       for (int64_t shift : {0, 1}) {
         normkit::LaunchPlan launched;
         QuantCase c;
         c.op = Op::kLayerNorm;
+        c.x = x;
         c.q = q;
         c.dynamic = dynamic;
         c.cols = 32768;
