@@ -12,7 +12,9 @@
 # middle-weight binaries), SHARDS_RACECHECK (the heaviest under racecheck), BENCH_LIMIT, COMPARE_LIMIT, BENCH_ARGS, COMPARE_ARGS,
 # COMMIT (what the benchmark report names; the device's copy of .git may lag),
 # SANITIZERS (the compute-sanitizer tools the sanitize stage runs; default all four),
-# GPU_TESTS (a regex of the test binaries the test and sanitize stages run; default all).
+# GPU_TESTS (a regex of the test binaries the test and sanitize stages run; default all),
+# PROFILE_FILTERS (the benchmarks the profile stage runs ncu on; copy/vector/ for the copy
+# kernel), PROFILE_METRICS (memory: DRAM, L2, L1 and issue metrics instead of ncu's sections).
 # The plain run and all four tools over the whole suite need more than one
 # 420 s stage on 16 cores (run 217: racecheck finished, the other three were
 # cut off): for a complete pass run `SANITIZERS=racecheck` and
@@ -109,14 +111,33 @@ summarize() {  # label totals_file
 if want profile; then
   # Nsight Compute on a few kernels the performance notes discuss.
   start=$SECONDS
+  # PROFILE_METRICS=memory: instead of the sections, the DRAM, L2, L1 and
+  # issue metrics of docs/performance.md's measurement 153 (is a row bound
+  # by L2, by DRAM or by issue?), one pass each, summed up in ncu_memory.txt.
+  sel=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats)
+  if [ "${PROFILE_METRICS:-}" = memory ]; then
+    m=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    m=$m,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed
+    m=$m,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum
+    m=$m,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_sector_hit_rate.pct
+    m=$m,sm__inst_issued.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
+    sel=(--metrics "$m")
+  fi
   # Names end in /iterations:1/manual_time, so filters end with '/' rather than '$'.
   for filter in ${PROFILE_FILTERS:-sweep/layer_norm/bf16/N:4096/ sweep/rms_norm/bf16/N:4096/ \
     sweep/layer_norm/bf16/N:262144/ sweep/rms_norm_fp8/bf16/N:4096/ small_batch/layer_norm/bf16/N:8192/M:32/}; do
     name=$(echo "$filter" | tr '/:' '__')
-    timeout 120 ncu --clock-control none --launch-skip 2 --launch-count 1 -k regex:'row|rows' \
-      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-      "$BUILD"/bench/normkit_bench --benchmark_filter="$filter" >"$LOGS/ncu_$name.txt" 2>&1
+    # The copy benchmark's kernel for copy/vector/, normkit's kernels otherwise.
+    kernels='regex:row|rows'
+    case "$filter" in copy/*) kernels='regex:vector_copy' ;; esac
+    NORMKIT_BENCH_SAMPLES=3 timeout 120 ncu --clock-control none --launch-skip 2 --launch-count 1 -k "$kernels" \
+      "${sel[@]}" "$BUILD"/bench/normkit_bench --benchmark_filter="$filter" >"$LOGS/ncu_$name.txt" 2>&1
+    if [ "${PROFILE_METRICS:-}" = memory ]; then
+      echo "== $filter" >>"$LOGS/ncu_memory.txt"
+      grep -E '^ +(gpu__|dram__|lts__|l1tex__|sm__)' "$LOGS/ncu_$name.txt" | awk '{print "  " $1, $3}' >>"$LOGS/ncu_memory.txt"
+    fi
   done
+  [ -f "$LOGS/ncu_memory.txt" ] && cat "$LOGS/ncu_memory.txt"
   note "profile: $((SECONDS - start)) s"
 fi
 
