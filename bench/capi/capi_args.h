@@ -50,6 +50,14 @@ normkit::Status with_qtype(int qtype, F&& f) {
   }
 }
 
+/// A bf16 quantized op's forward: `call(tag)` runs it for the quantized type
+/// of `tag` (other dtypes: kErrorUnsupportedType, nothing launched).
+template <class Call>
+int quant_forward(int dtype, int qtype, Call&& call) {
+  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(normkit::Status::kErrorUnsupportedType);
+  return static_cast<int>(with_qtype(qtype, call));
+}
+
 /// A shape query's result: the status, and on success the shape's name in *shape_name.
 inline int shape_result(normkit::Status s, const normkit::LaunchPlan& p, const char** shape_name) {
   if (s == normkit::Status::kSuccess) *shape_name = normkit::shape_name(p.shape);

@@ -12,7 +12,6 @@
 
 namespace {
 
-using normkit::Status;
 using Bf16 = normkit::bfloat16;
 
 template <class Q>
@@ -34,13 +33,12 @@ extern "C" {
 int normkit_layer_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q, const void* weight,
                                  const void* bias, float static_scale, float* row_scales, int64_t rows, int64_t cols,
                                  float eps, void* stream) {
-  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
-  return static_cast<int>(nkcapi::with_qtype(qtype, [&](auto tag) {
+  return nkcapi::quant_forward(dtype, qtype, [&](auto tag) {
     using Q = decltype(tag);
     return normkit::layer_norm_quant_forward(
         layer_quant_args<Q>(x, y_q, weight, bias, static_scale, row_scales, rows, cols, eps),
         static_cast<cudaStream_t>(stream), nkcapi::options());
-  }));
+  });
 }
 
 int normkit_layer_norm_quant_shape(int dtype, int qtype, int per_row, int64_t cols, const char** shape_name) {

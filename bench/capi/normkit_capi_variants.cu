@@ -58,12 +58,11 @@ extern "C" {
 int normkit_rms_norm_quant_fwd(int dtype, int qtype, const void* x, void* y_q, const void* weight,
                                float static_scale, float* row_scales, int64_t rows, int64_t cols, float eps,
                                void* stream) {
-  if (dtype != NORMKIT_CAPI_BF16) return static_cast<int>(Status::kErrorUnsupportedType);
-  return static_cast<int>(nkcapi::with_qtype(qtype, [&](auto tag) {
+  return nkcapi::quant_forward(dtype, qtype, [&](auto tag) {
     using Q = decltype(tag);
     return normkit::rms_norm_quant_forward(quant_args<Q>(x, y_q, weight, static_scale, row_scales, rows, cols, eps),
                                            static_cast<cudaStream_t>(stream), nkcapi::options());
-  }));
+  });
 }
 
 int normkit_rms_norm_fp8_fwd(int dtype, const void* x, void* y_fp8, const void* weight, float* row_scales,

@@ -285,7 +285,8 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
 /// (CTAs of up to 1024 threads, one an SM) rather than 8: fused-add rows
 /// (not a plain copy of x) that allows_wide_four_slot_team admits (add +
 /// LayerNorm in 16 bits) with an output that neither quantizes nor needs the
-/// row maximum (no built-in call quantizes fused-add rows; unmeasured), whose 8-slot parts spill and whose 4-slot ones do
+/// row maximum (no built-in call quantizes fused-add rows; unmeasured),
+/// whose 8-slot parts spill and whose 4-slot ones do
 /// not (ptxas: 0 bytes WHOLE, 48 checked, against 44 and 660). Measured
 /// (docs/performance.md, change 105): add + LayerNorm bf16 N = 65536
 /// (clusters of 2) 85.4% of the copy at 8 slots (84.7% staged) -> 93.1%,
