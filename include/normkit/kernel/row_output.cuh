@@ -150,6 +150,46 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
   }
 }
 
+/// Transforms K slots of a row into y (fp32, held by the caller) and returns
+/// this thread's max |y| over their valid elements: the walk that finds a
+/// row's maximum where it cannot ride on the statistics (kFusedRowMax false:
+/// LayerNorm's bias), keeping what it computed for the output walk
+/// (store_held_slots) instead of transforming each slot again there.
+/// pre: as store_slots'.
+template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
+NORMKIT_DEVICE float transform_held_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
+                                          int first_slot, int lane, int team, const RowStats& st,
+                                          const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K],
+                                          float (&y)[K][Problem::kVec], const Pre* pre = nullptr) {
+  constexpr int VEC = Problem::kVec;
+  float amax = 0.f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t c = RowLoader<float, VEC>::column(first_slot + k, lane, team);
+    const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
+    transform_slot<Problem, WHOLE>(p, row, col_base + c, valid, st, raw[k], y[k], prefetched_slot(pre, k));
+    amax = fold_absmax(amax, y[k], valid);
+  }
+  return amax;
+}
+
+/// Packs and stores K slots transformed already (transform_held_slots):
+/// pack(factor, y), store_slots' values for an unfolded row factor.
+template <class Problem, int K, bool WHOLE = false>
+NORMKIT_DEVICE void store_held_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
+                                     int first_slot, int lane, int team, float factor,
+                                     const float (&y)[K][Problem::kVec]) {
+  constexpr int VEC = Problem::kVec;
+  using Y = typename Problem::Y;
+  Y* dst = p.y + row * p.y_stride + col_base;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const RawSlot<Y, VEC> out[1] = {Problem::Output::template pack<VEC>(p, factor, y[k])};
+    RowLoader<Y, VEC>::template store_raw<1, WHOLE, kShiftsStores<Problem>>(dst, n, first_slot + k, lane, team,
+                                                                             p.y_access, out);
+  }
+}
+
 /// amax folded with max |y| of one slot, x in fp32 (columns col .. col + VEC,
 /// the first `valid` real), for statistics st (pre: as transform_slot's).
 /// NORMALIZE false: x goes to the epilogue as it is, for st ==

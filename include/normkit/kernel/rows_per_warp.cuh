@@ -116,6 +116,15 @@ NORMKIT_DEVICE void normalize_held_part(
   const View view{slots};
   float amax = 0.f;
   RowStats st;
+  // Rows whose maximum cannot ride on the statistics (kFusedRowMax false:
+  // LayerNorm's bias) find it in a walk of their own after them, which
+  // transforms every slot; kHoldsY keeps those values (fp32) for the output
+  // walk, which then only scales and packs them, instead of transforming each
+  // slot again and reading the epilogue's parameters a second time (the same
+  // values, so the same bits; docs/performance.md, change 160).
+  constexpr bool kHoldsY = Problem::Output::kNeedsRowAbsMax &&
+                           !kFusedRowMax<Problem, View, Reducer> && PARTS == 1 && !ROLL && VECS <= 4;
+  float y[kHoldsY ? VECS : 1][VEC];
   static_assert(PARTS == 1 || TAP_ROW_MAX,
                 "normkit: the paired register forms fold the row maximum into the statistics' walk (TAP_ROW_MAX): "
                 "in a walk of its own they spilled (change 41)");
@@ -131,6 +140,10 @@ NORMKIT_DEVICE void normalize_held_part(
     using Tap = RowMaxTap<Problem, WHOLE, kWideTap>;
     const InterleavedParts<Slots, PARTS, Tap> tapped{slots, Tap{p, r, col_base, lane, team, &m}};
     st = stats_with_row_max<Problem>(p, tapped, reducer, m, &amax);
+  } else if constexpr (kHoldsY) {
+    st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
+    const float m = transform_held_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, v, y, pre);
+    amax = reducer.all_reduce(m, Max{});
   } else {
     st = row_stats_and_absmax<Problem>(
         p, view, reducer,
@@ -147,7 +160,10 @@ NORMKIT_DEVICE void normalize_held_part(
 #pragma unroll
     for (int k = 0; k < VECS; ++k) hide_slot_words(v[k]);
   }
-  if constexpr (ROLL) {
+  if constexpr (kHoldsY) {
+    static_assert(!kFolds, "normkit: held y is scaled by an unfolded row factor");
+    if (active) store_held_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, factor, y);
+  } else if constexpr (ROLL) {
     // A predicated load per slot (next is the same for the whole cluster).
     auto refill = [&](int k) {
       if (next >= 0) {
