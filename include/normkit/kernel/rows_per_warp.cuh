@@ -120,8 +120,12 @@ NORMKIT_DEVICE void normalize_held_part(
   // LayerNorm's bias) find it in a walk of their own after them, which
   // transforms every slot; kHoldsY keeps those values (fp32) for the output
   // walk, which then only scales and packs them, instead of transforming each
-  // slot again and reading the epilogue's parameters a second time (the same
-  // values, so the same bits; docs/performance.md, change 160).
+  // slot again and (unless prefetched: HeldPrefetch) reading the epilogue's
+  // parameters a second time: the same values, so the same bits, and 5-7
+  // points of the copy at 4 slots (docs/performance.md, changes 160-161).
+  // Up to 4 slots a thread, unpaired: the held y doubles what a slot takes
+  // in registers; the WHOLE 4-slot kernels fit it in 64 without a spill,
+  // and 5 and 8 slots and the paired forms were not tried with it.
   constexpr bool kHoldsY = Problem::Output::kNeedsRowAbsMax &&
                            !kFusedRowMax<Problem, View, Reducer> && PARTS == 1 && !ROLL && VECS <= 4;
   float y[kHoldsY ? VECS : 1][VEC];
