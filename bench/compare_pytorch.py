@@ -31,7 +31,8 @@ against eager's unquantized fp32 y within half a step (fp8: 2^-(mantissa bits + 
 int8: half the scale) and 1e-5 of slack, so a peer that truncated or rounded the wrong way would fail; its per-row
 scales ('<peer>_scales') within 1e-3 of eager's. The copy "ceiling" of these ops (2 bytes read, 1 written an
 element) is a reference rather than a bound: a copy moves as many bytes each way, and shares above 100% occur.
-LayerNorm quantized to e4m3 (ops layer_norm_fp8, per-row scales, and layer_norm_fp8_static; bf16 x, weight and bias):
+LayerNorm quantized to e4m3, e5m2 and int8 (ops layer_norm_fp8, layer_norm_fp8_e5m2 and layer_norm_int8, per-row
+scales, and their _static forms; bf16 x, weight and bias):
 normkit_layer_norm_quant_fwd against eager `y = F.layer_norm(x.float(), (N,), w.float(), b.float(), eps)`
 quantized the same way, and the same under torch.compile. Bytes and checks as RMSNorm's, the bias read once too.
 
@@ -87,6 +88,10 @@ QUANT_OPS = {
     "rms_norm_int8_static": (torch.int8, False, "rms_norm"),
     "layer_norm_fp8": (torch.float8_e4m3fn, True, "layer_norm"),
     "layer_norm_fp8_static": (torch.float8_e4m3fn, False, "layer_norm"),
+    "layer_norm_fp8_e5m2": (torch.float8_e5m2, True, "layer_norm"),
+    "layer_norm_int8": (torch.int8, True, "layer_norm"),
+    "layer_norm_fp8_e5m2_static": (torch.float8_e5m2, False, "layer_norm"),
+    "layer_norm_int8_static": (torch.int8, False, "layer_norm"),
 }
 QTYPE_CODES = {torch.float8_e4m3fn: 0, torch.float8_e5m2: 1, torch.int8: 2}  # normkit_capi.h
 QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0, torch.int8: 127.0}

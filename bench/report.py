@@ -13,7 +13,7 @@ Reads the benchmark names that bench/src/suites.cu writes:
 and prints, per op and dtype, the worst and the median share of the copy ceiling. Ops: layer_norm,
 rms_norm, rms_norm_gemma, layer_norm_gemma, add_rms_norm, add_rms_norm_inplace, add_layer_norm, rms_norm_fp8,
 rms_norm_int8, rms_norm_fp8_static, rms_norm_int8_static, rms_norm_fp8_e5m2, rms_norm_fp8_e5m2_static, layer_norm_fp8,
-layer_norm_fp8_static (others are reported under their own name).
+layer_norm_fp8_static, layer_norm_int8, layer_norm_int8_static, layer_norm_fp8_e5m2, layer_norm_fp8_e5m2_static (others are reported under their own name).
 """
 
 import argparse
@@ -42,6 +42,10 @@ OPS = {
     "rms_norm_fp8_e5m2_static": "RMSNorm to fp8 e5m2, static scale",
     "layer_norm_fp8": "LayerNorm to fp8 e4m3",
     "layer_norm_fp8_static": "LayerNorm to fp8 e4m3, static scale",
+    "layer_norm_int8": "LayerNorm to int8",
+    "layer_norm_int8_static": "LayerNorm to int8, static scale",
+    "layer_norm_fp8_e5m2": "LayerNorm to fp8 e5m2",
+    "layer_norm_fp8_e5m2_static": "LayerNorm to fp8 e5m2, static scale",
 }
 # What each op's bytes count (normkit_bench's bytes_moved), for the markdown.
 OP_BYTES = {
@@ -66,6 +70,10 @@ OP_BYTES = {
     "layer_norm_fp8": "x read (bf16), y written (1 byte per element), one fp32 scale per row written (dynamic "
                       "per-row scales), weight and bias read once; no mean or rstd",
     "layer_norm_fp8_static": "as LayerNorm to fp8 e4m3, with one static per-tensor scale and no row scales",
+    "layer_norm_int8": "as LayerNorm to fp8 e4m3, with int8 y",
+    "layer_norm_int8_static": "as LayerNorm to fp8 e4m3 with a static scale, with int8 y",
+    "layer_norm_fp8_e5m2": "as LayerNorm to fp8 e4m3, with e5m2 y",
+    "layer_norm_fp8_e5m2_static": "as LayerNorm to fp8 e4m3 with a static scale, with e5m2 y",
 }
 PLOT_COLUMNS = 3
 DTYPE_ORDER = ["fp32", "fp16", "bf16"]
