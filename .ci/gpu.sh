@@ -176,8 +176,8 @@ if [ ${#tools[@]} -gt 0 ]; then
         # report that as an error (device run 33).
         test_gpu_large) shards=$([ "$tool" = racecheck ] && echo 1 || echo "${SHARDS_MID:-2}") ;;
         # test_gpu_quant under racecheck ran past the stage whole (run 244: 420 s); in 4 shards its
-        # shard 2 took 290 s of the 300 (run 304), so one test a shard: 9 shards for its 9 tests.
-        test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 9 || echo "${SHARDS_MID:-2}") ;;
+        # shard 2 took 290 s of the 300 (run 304), so one test a shard: 10 shards for its 10 tests.
+        test_gpu_quant) shards=$([ "$tool" = racecheck ] && echo 10 || echo "${SHARDS_MID:-2}") ;;
         # test_gpu_layout's first of 2 shards ran past 300 s under racecheck in run 267 (297 s in 264),
         # its first of 4 took 278 s in run 278.
         test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 6 || echo "${SHARDS_MID:-2}") ;;

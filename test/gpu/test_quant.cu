@@ -260,6 +260,24 @@ TEST(Quant, DynamicRowScalesOnEveryOnChipShape) {
   }
 }
 
+// A LayerNorm case of `rows` rows of n, x starting `shift` elements into
+// its buffer (misaligned when odd) with rows padded alike, reporting its
+// plan to `launched`.
+QuantCase layer_norm_case(DType x, QType q, bool dynamic, int64_t n, int64_t rows, int64_t shift,
+                          normkit::LaunchPlan* launched) {
+  QuantCase c;
+  c.op = Op::kLayerNorm;
+  c.x = x;
+  c.q = q;
+  c.dynamic = dynamic;
+  c.cols = n;
+  c.rows = rows;
+  c.x_shift = shift;
+  c.x_pad = 8 * shift;
+  c.launched = launched;
+  return c;
+}
+
 // 16-bit LayerNorm rows of 32-64 KiB of x held in one CTA of up to 1024
 // threads at 4 slots (change 157; before, staged in one CTA), bf16 and fp16
 // x, with either scaling, aligned (the WHOLE form) and misaligned (the
@@ -271,23 +289,43 @@ TEST(Quant, LayerNormRowsInOneWideCta) {
     for (bool dynamic : {false, true}) {
       for (int64_t shift : {0, 1}) {
         normkit::LaunchPlan launched;
-        QuantCase c;
-        c.op = Op::kLayerNorm;
-        c.x = x;
-        c.q = q;
-        c.dynamic = dynamic;
-        c.cols = 32768;
-        c.rows = 7;
-        c.x_shift = shift;
-        c.x_pad = 8 * shift;
-        c.launched = &launched;
-        check_quant(c);
+        check_quant(layer_norm_case(x, q, dynamic, 32768, 7, shift, &launched));
         EXPECT_EQ(launched.shape, Shape::kRowPerBlock);
         EXPECT_EQ(launched.threads, 1024);
         EXPECT_EQ(launched.vecs, 4);
       }
     }
   }
+}
+
+// 16-bit LayerNorm rows past 64 KiB of x (N = 65536-262144 in bf16 or
+// fp16): with a static scale held across a cluster's registers at 8 slots
+// (change 163: clusters of 2 CTAs of 512 and 1024 threads, 4 of 1024;
+// before, staged), with per-row scales staged (row_in_cluster), aligned
+// (the WHOLE form) and misaligned (the checked form); then more rows than
+// resident clusters, so that each cluster strides over rows and reuses its
+// reducer.
+TEST(Quant, LayerNormRowsAcrossClusterRegisters) {
+  NK_REQUIRE_GPU();
+  for (auto [x, q] : {std::pair{DType::kBF16, QType::kE4M3}, std::pair{DType::kF16, QType::kInt8}}) {
+    for (int64_t n : {65536, 131072, 262144}) {
+      for (bool dynamic : {false, true}) {
+        for (int64_t shift : {0, 1}) {
+          normkit::LaunchPlan launched;
+          check_quant(layer_norm_case(x, q, dynamic, n, 3, shift, &launched));
+          if (dynamic) {
+            EXPECT_EQ(launched.shape, Shape::kRowInCluster) << n;
+          } else {
+            EXPECT_EQ(launched.shape, Shape::kRowInClusterRegisters) << n;
+            EXPECT_EQ(launched.vecs, 8) << n;
+            EXPECT_EQ(launched.cluster, n == 262144 ? 4 : 2) << n;
+          }
+        }
+      }
+    }
+  }
+  const int64_t many = nktest::quick_mode() ? 140 : 300;
+  check_quant(layer_norm_case(DType::kBF16, QType::kE4M3, false, 131072, many, 0, nullptr));
 }
 
 // Rows of 32-128 KiB held at 8 slots per thread (CTAs of up to 1024
@@ -677,8 +715,9 @@ TEST(Quant, BadScalesAndShapesAreRejected) {
   nktest::QuantCall streaming = c;  // a per-row scale needs the row on chip: never streamed
   streaming.row_scales = reinterpret_cast<float*>(0x2000000);
   streaming.shape = Shape::kStreaming;
-  // 16-bit LayerNorm rows with a quantized output are never held at 8 slots
-  // (they spill in row_per_block; unmeasured across a cluster's registers).
+  // 16-bit LayerNorm rows with per-row scales are never held at 8 slots
+  // (they spill in row_per_block; across a cluster's registers change 163
+  // measured them 9-13 points under staging).
   nktest::QuantCall two_pass = streaming;
   two_pass.op = Op::kLayerNorm;
   two_pass.cols = 65536;

@@ -590,23 +590,49 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   fused_ln.cols = 32768;  // one CTA of 1024 threads x 4 slots (change 104)
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowPerBlock);
   EXPECT_EQ(plan_of(fused_ln, h200()).threads, 1024);
-  // Forced, they take the cluster's registers wherever those hold the row;
-  // 16-bit LayerNorm rows that need the row on chip never do.
+  // Forced, they take the cluster's registers wherever those hold the row.
   LaunchPlan forced;
   ASSERT_EQ(choose_plan(two_pass_row(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &forced),
             Status::kSuccess);
   EXPECT_EQ(forced.cluster, 2);
   EXPECT_EQ(forced.threads, 512);
-  EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(131072))), h200(), Shape::kRowInClusterRegisters, &forced),
-            Status::kErrorUnsupportedShape);
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false));
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true));  // quantized (static scale too)
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 4, false));  // 8-byte slots: fp32 x, 16-bit residual
-  RowFormat static_ln = two_pass_row(bf16_row(131072));
-  static_ln.quantized = true;  // a static scale: not kept on chip, but quantized
-  EXPECT_EQ(plan_of(static_ln, h200()).shape, Shape::kRowInCluster);
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true));
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false));
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false, false));
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true));    // a static scale (change 163)
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false));  // per-row scales, fused adds
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 4, false, false));  // 8-byte slots: fp32 x, 16-bit residual
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true, false));
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false, false));
+  EXPECT_TRUE(normkit::detail::static_scale_plain(static_row(two_pass_row(bf16_row(65536)))));
+  EXPECT_FALSE(normkit::detail::static_scale_plain(quant_row(two_pass_row(bf16_row(65536)))));
+  RowFormat static_fused = static_row(two_pass_row(bf16_row(65536)));
+  static_fused.plain_input = false;
+  EXPECT_FALSE(normkit::detail::static_scale_plain(static_fused));
+  EXPECT_FALSE(normkit::detail::static_scale_plain(two_pass_row(bf16_row(65536))));
+  // 16-bit LayerNorm rows with a static scale past 64 KiB of x take them
+  // unforced, at 8 slots, in any cluster (change 163); up to 64 KiB one CTA
+  // of 1024 threads holds them at 4 slots (change 157). With per-row scales
+  // they stay staged, and forced they are refused.
+  const auto static_ln = [](int64_t n) { return static_row(two_pass_row(bf16_row(n))); };
+  const LaunchPlan wide = plan_of(static_ln(32768), h200());
+  EXPECT_EQ(wide.shape, Shape::kRowPerBlock);
+  EXPECT_EQ(wide.threads, 1024);
+  const struct {
+    int64_t cols;
+    int cluster, threads;
+  } held[] = {{65536, 2, 512}, {131072, 2, 1024}, {262144, 4, 1024}};
+  for (const auto& h : held) {
+    const LaunchPlan lp = plan_of(static_ln(h.cols), h200());
+    EXPECT_EQ(lp.shape, Shape::kRowInClusterRegisters) << h.cols;
+    EXPECT_EQ(lp.cluster, h.cluster) << h.cols;
+    EXPECT_EQ(lp.threads, h.threads) << h.cols;
+    EXPECT_EQ(lp.vecs, 8) << h.cols;
+    EXPECT_EQ(lp.smem_bytes, 0u) << h.cols;  // the plain loop: no ring, no relay
+    EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(h.cols))), h200()).shape, Shape::kRowInCluster) << h.cols;
+    EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(h.cols))), h200(), Shape::kRowInClusterRegisters, &forced),
+              Status::kErrorUnsupportedShape)
+        << h.cols;
+  }
+  EXPECT_EQ(plan_of(static_ln(65536), a100()).shape, Shape::kRowInSmem);  // no clusters
   // Relayed fp32 rows take a cluster's registers in clusters of 4 as well
   // (change 72); relayed 16-bit rows there stay staged, and clusters of 2
   // and rows past 512 KiB are the same relayed or not.

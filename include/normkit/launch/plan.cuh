@@ -195,16 +195,26 @@ inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on
 /// cluster's registers (row_cluster_registers): where allows_wide_slots
 /// holds, and for rows of 16-bit x with two reductions (LayerNorm, add +
 /// LayerNorm: 16-byte slots of 2-byte elements) whose output neither
-/// quantizes nor needs the row's maximum (`scaled_output` false): in the
-/// cluster's one-walk form (TwoPass with a shift) their WHOLE kernels
-/// spill 16-44 bytes, not 144 (the checked ones 660-888), and
-/// the plan runs them there only where that measured faster than staging
-/// (registers_beat_staging; change 101). Not fp32 x with a 16-bit residual,
-/// nor scaled outputs: unmeasured there. The launcher instantiates
-/// row_cluster_registers only where this holds.
-constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool scaled_output) {
-  return allows_wide_slots(row_reductions, storage_bytes, vec) || (vec * storage_bytes == 16 && !scaled_output);
+/// quantizes nor needs the row's maximum (`scaled_output` false), or that
+/// read x alone and quantize with a static scale (`static_scale_plain`:
+/// LayerNorm to fp8 or int8, change 163). Their WHOLE kernels spill there
+/// 16-44 bytes in the cluster's one-walk form (TwoPass with a shift), 24
+/// with a static scale, not 144 as in one CTA; the checked ones 660-1068.
+/// The plan runs them there only where that measured faster than staging
+/// (registers_beat_staging; changes 101 and 163). Not with per-row scales
+/// (the maximum a walk of its own: 180 bytes of spills WHOLE, and change 163
+/// measured them 9-13 points under staging), fp32 x with a 16-bit residual,
+/// nor fused-add rows with a scaled output (unmeasured). The launcher
+/// instantiates row_cluster_registers only where this holds.
+constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool scaled_output,
+                                             bool static_scale_plain) {
+  return allows_wide_slots(row_reductions, storage_bytes, vec) ||
+         (vec * storage_bytes == 16 && (!scaled_output || static_scale_plain));
 }
+
+/// Rows that read x alone and quantize with a static scale (the
+/// `static_scale_plain` argument of allows_cluster_register_slots).
+inline bool static_scale_plain(const RowFormat& f) { return f.quantized && !f.needs_on_chip && f.plain_input; }
 
 /// The threads that hold `slots` slots at `vecs` each, if they make whole
 /// warps and no more than `max_threads`; 0 otherwise (the register kernels'
@@ -525,7 +535,8 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int c
 /// kernel::split_part_smem_bytes; change 113).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
-      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f))) {
+      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
+                                     static_scale_plain(f))) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
@@ -610,6 +621,13 @@ inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
     return p.threads == kernel::kClusterRegistersMaxThreads;  // any cluster, in the measured parts of 1024 threads
   }
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
+    // Those with a static scale (allows_cluster_register_slots) past what
+    // one CTA holds (64 KiB of x: wide_four_slot_team_fits), in any cluster
+    // (change 163, H100, LayerNorm bf16 to fp8: 65536 in clusters of 2 of
+    // 512 threads 84.4% -> 92.6% of the copy, 131072 80.9% -> 92.4%,
+    // 262144 in clusters of 4 75.7% -> 84.9%; misaligned rows, the checked
+    // form, 48-54% -> 21-24%).
+    if (f.quantized) return true;
     return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes && p.cluster == 2;
   }
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
