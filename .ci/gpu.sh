@@ -182,8 +182,10 @@ if [ ${#tools[@]} -gt 0 ]; then
         # its first of 4 took 278 s in run 278.
         test_gpu_layout) shards=$([ "$tool" = racecheck ] && echo 6 || echo "${SHARDS_MID:-2}") ;;
         test_gpu_invariance | test_gpu_traps) shards=${SHARDS_MID:-2} ;;
-        test_gpu_offset) shards=3 ;;  # one test a shard: each checks rows up to 131072 (262144 plain)
-        test_gpu_row_counter) shards=5 ;;  # one test a shard: rows of 131072-262144 in clusters
+        # One test a shard (as many shards as tests): test_gpu_offset's shard 0 of 3, which held
+        # two tests, ran past 300 s under racecheck among 15 other jobs (forty-fifth session, run 10).
+        test_gpu_offset) shards=4 ;;  # each checks rows up to 131072 (262144 plain)
+        test_gpu_row_counter) shards=6 ;;  # rows of 131072-262144 in clusters
         *) shards=1 ;;
       esac
       for ((i = 0; i < shards; ++i)); do echo "$tool $b $i $shards"; done
