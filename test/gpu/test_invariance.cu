@@ -157,7 +157,9 @@ TEST(BatchInvariance, PlainFusedAndQuantizedBitwise) {
 // add + LayerNorm in split parts of 8 slots, change 115); 262144 that of clusters of 4 (add
 // + RMSNorm, RMSNorm prefetched where aligned) and 8 (add + LayerNorm). The
 // fused add also in place (misaligned outputs: y and
-// residual_out in the checked forms' narrow stores).
+// residual_out in the checked forms' narrow stores). Quantized outputs with
+// per-row scales and, in e4m3, with a static scale (16-bit LayerNorm past
+// 64 KiB across a cluster's registers: change 163).
 TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
   NK_REQUIRE_GPU();
   const uint64_t seed = nktest::fresh_seed();
@@ -266,6 +268,22 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
               << nktest::qtype_name(q) << " " << name << " N=" << n << (weighted ? "" : ", no weight");
         }
       }
+      // With a static scale too (16-bit LayerNorm past 64 KiB across a
+      // cluster's registers since change 163, RMSNorm's ring); the types
+      // differ only in the pack, so e4m3 alone.
+      auto quant_static = [&](const void* xp, const void*) {
+        nktest::QuantCall c;
+        c.op = op;
+        c.x = xp;
+        c.y = y.data();
+        c.weight = w.data();
+        c.static_scale = 1.0f / 32;
+        c.rows = rows;
+        c.cols = n;
+        return nktest::launch_quant(c);
+      };
+      EXPECT_EQ(outputs(quant_static, x_ref.data(), nullptr, rows * n), outputs(quant_static, x_off, nullptr, rows * n))
+          << "static e4m3 " << name << " N=" << n;
     }
   }
 }

@@ -716,8 +716,8 @@ TEST(Quant, BadScalesAndShapesAreRejected) {
   streaming.row_scales = reinterpret_cast<float*>(0x2000000);
   streaming.shape = Shape::kStreaming;
   // 16-bit LayerNorm rows with per-row scales are never held at 8 slots
-  // (they spill in row_per_block; across a cluster's registers change 163
-  // measured them 9-13 points under staging).
+  // (they spill in row_per_block; across a cluster's registers experiment
+  // 162 measured them 9-13 points under staging).
   nktest::QuantCall two_pass = streaming;
   two_pass.op = Op::kLayerNorm;
   two_pass.cols = 65536;

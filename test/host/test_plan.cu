@@ -609,9 +609,10 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_FALSE(normkit::detail::static_scale_plain(static_fused));
   EXPECT_FALSE(normkit::detail::static_scale_plain(two_pass_row(bf16_row(65536))));
   // 16-bit LayerNorm rows with a static scale past 64 KiB of x take them
-  // unforced, at 8 slots, in any cluster (change 163); up to 64 KiB one CTA
-  // of 1024 threads holds them at 4 slots (change 157). With per-row scales
-  // they stay staged, and forced they are refused.
+  // unforced, at 8 slots, in the measured parts (clusters of 2 and 4 CTAs of
+  // 512 or 1024 threads; change 163); up to 64 KiB one CTA of 1024 threads
+  // holds them at 4 slots (change 157). With per-row scales they stay
+  // staged, and forced they are refused.
   const auto static_ln = [](int64_t n) { return static_row(two_pass_row(bf16_row(n))); };
   const LaunchPlan wide = plan_of(static_ln(32768), h200());
   EXPECT_EQ(wide.shape, Shape::kRowPerBlock);
@@ -633,6 +634,9 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
         << h.cols;
   }
   EXPECT_EQ(plan_of(static_ln(65536), a100()).shape, Shape::kRowInSmem);  // no clusters
+  EXPECT_EQ(plan_of(static_ln(524288), h200()).shape, Shape::kStreaming);  // clusters of 8: unmeasured
+  EXPECT_EQ(plan_of(static_ln(36864), h200()).shape, Shape::kRowInSmem);     // 2 CTAs of 288: unmeasured
+  EXPECT_EQ(plan_of(static_ln(98304), h200()).shape, Shape::kRowInCluster);  // 2 CTAs of 768: unmeasured
   // Relayed fp32 rows take a cluster's registers in clusters of 4 as well
   // (change 72); relayed 16-bit rows there stay staged, and clusters of 2
   // and rows past 512 KiB are the same relayed or not.

@@ -202,8 +202,8 @@ inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on
 /// with a static scale, not 144 as in one CTA; the checked ones 660-1068.
 /// The plan runs them there only where that measured faster than staging
 /// (registers_beat_staging; changes 101 and 163). Not with per-row scales
-/// (the maximum a walk of its own: 180 bytes of spills WHOLE, and change 163
-/// measured them 9-13 points under staging), fp32 x with a 16-bit residual,
+/// (the maximum a walk of its own: 180 bytes of spills WHOLE, and experiment
+/// 162 measured them 9-13 points under staging), fp32 x with a 16-bit residual,
 /// nor fused-add rows with a scaled output (unmeasured). The launcher
 /// instantiates row_cluster_registers only where this holds.
 constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool scaled_output,
@@ -622,12 +622,14 @@ inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   }
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
     // Those with a static scale (allows_cluster_register_slots) past what
-    // one CTA holds (64 KiB of x: wide_four_slot_team_fits), in any cluster
-    // (change 163, H100, LayerNorm bf16 to fp8: 65536 in clusters of 2 of
-    // 512 threads 84.4% -> 92.6% of the copy, 131072 80.9% -> 92.4%,
-    // 262144 in clusters of 4 75.7% -> 84.9%; misaligned rows, the checked
-    // form, 48-54% -> 21-24%).
-    if (f.quantized) return true;
+    // one CTA holds (64 KiB of x: wide_four_slot_team_fits), in the measured
+    // parts: clusters of 2 and 4 CTAs of 512 or 1024 threads (change 163,
+    // H100, LayerNorm bf16 to fp8: 65536 in clusters of 2 of 512 threads
+    // 84.4% -> 92.6% of the copy, 131072 80.9% -> 92.4%, 262144 in clusters
+    // of 4 75.7% -> 84.9%; misaligned rows, the checked form, 48-54% ->
+    // 21-24%). Others (e.g. 2 CTAs of 288-480 or 768 threads, clusters of 8
+    // past 512 KiB) stay staged or stream, as before: unmeasured.
+    if (f.quantized) return p.cluster <= 4 && p.threads % 512 == 0;
     return x_row_bytes(f) > PlanTuning::kAutoWideRegisterRowBytes && p.cluster == 2;
   }
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
