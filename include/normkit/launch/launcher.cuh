@@ -123,7 +123,8 @@ struct Launcher {
   /// registers (only then is row_cluster_registers instantiated).
   static constexpr bool kClusterRegisterSlots =
       allows_cluster_register_slots(kRowReductions, kStorageBytes, VEC, kScaledOutput,
-                                    kQuantized && !Problem::Output::kNeedsRowAbsMax && Problem::Input::kIsPlainCopy);
+                                    static_scale_plain(kQuantized, Problem::Output::kNeedsRowAbsMax,
+                                                       Problem::Input::kIsPlainCopy));
   /// Whether the plan may hold this problem's rows at 4 slots in CTAs of up
   /// to 1024 threads (allows_wide_four_slot_team; only then is that
   /// row_per_block kernel instantiated).

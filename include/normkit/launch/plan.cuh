@@ -213,8 +213,14 @@ constexpr bool allows_cluster_register_slots(int row_reductions, int storage_byt
 }
 
 /// Rows that read x alone and quantize with a static scale (the
-/// `static_scale_plain` argument of allows_cluster_register_slots).
-inline bool static_scale_plain(const RowFormat& f) { return f.quantized && !f.needs_on_chip && f.plain_input; }
+/// `static_scale_plain` argument of allows_cluster_register_slots): from
+/// RowFormat's fields, or at compile time from the launcher's.
+constexpr bool static_scale_plain(bool quantized, bool needs_on_chip, bool plain_input) {
+  return quantized && !needs_on_chip && plain_input;
+}
+inline bool static_scale_plain(const RowFormat& f) {
+  return static_scale_plain(f.quantized, f.needs_on_chip, f.plain_input);
+}
 
 /// The threads that hold `slots` slots at `vecs` each, if they make whole
 /// warps and no more than `max_threads`; 0 otherwise (the register kernels'
