@@ -618,19 +618,18 @@ def layer_norm_rounding_scale(x, w, b, eps):
 def check_quant_outputs(op, x, w, b, eps, peers):
     """name -> {'ok', 'max_abs_err'}: each peer's (eager's too) dequantized q * s, with its own scales, against
     eager's unquantized fp32 y within half a step (QHALF_STEP) and QCHECK_SLACK (of |y|, s and, for LayerNorm,
-    layer_norm_rounding_scale), and
-    its per-row scales ('<name>_scales') within 1e-3 of eager's."""
+    layer_norm_rounding_scale), and its per-row scales ('<name>_scales') within 1e-3 of eager's."""
     qdtype, per_row, norm = QUANT_OPS[op]
     rel, steps = QHALF_STEP[qdtype]
     y = norm_fp32(norm, x, w, b, eps)
     ref_s = row_scales(y, qdtype).squeeze(-1) if per_row else None
-    centred = 0.0 if b is None else layer_norm_rounding_scale(x, w, b, eps)
+    terms = 0.0 if b is None else layer_norm_rounding_scale(x, w, b, eps)
     result = {}
     for name, fn in peers.items():
         q, s = fn()
         scale = s[:, None] if per_row else STATIC_SCALE
         err = (q.float() * scale - y).abs()
-        bound = (rel * y.abs() + steps * scale) + QCHECK_SLACK * (y.abs() + scale + centred)
+        bound = (rel * y.abs() + steps * scale) + QCHECK_SLACK * (y.abs() + scale + terms)
         result[name] = {"ok": bool((err <= bound).all().item()), "max_abs_err": err.max().item()}
         if per_row and name != "eager":
             v, e = max_violation(s, ref_s, 1e-3, 0.0)
