@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare normkit's LayerNorm / RMSNorm forward with PyTorch eager, torch.compile and a Triton row kernel,
 and normkit's fused variants (residual add + RMSNorm out of and in place, add + LayerNorm, RMSNorm and LayerNorm
-with the zero-centred weight, RMSNorm quantized to fp8 or int8, LayerNorm quantized to fp8 e4m3) with eager and
+with the zero-centred weight, RMSNorm and LayerNorm quantized to fp8 e4m3, e5m2 or int8) with eager and
 torch.compile.
 
     cmake -S . -B build -DNORMKIT_BUILD_CAPI=ON && cmake --build build --target normkit_capi
