@@ -250,20 +250,28 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
           << "add+" << name << " in place N=" << n;
       // Quantized also without a weight (a scale of 1, which the ring and
       // the 8-slot kernels read from a slot of ones instead of branching).
+      // One quantized call: per-row scales, or the static scale 1/32 (per_row false).
+      auto quant_with = [&](nktest::QType q, bool weighted, bool per_row) {
+        return [&, q, weighted, per_row](const void* xp, const void*) {
+          nktest::QuantCall c;
+          c.op = op;
+          c.q_type = q;
+          c.x = xp;
+          c.y = y.data();
+          c.weight = weighted ? w.data() : nullptr;
+          if (per_row) {
+            c.row_scales = reinterpret_cast<float*>(scales.data());
+          } else {
+            c.static_scale = 1.0f / 32;
+          }
+          c.rows = rows;
+          c.cols = n;
+          return nktest::launch_quant(c);
+        };
+      };
       for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kE5M2, nktest::QType::kInt8}) {
         for (bool weighted : {true, false}) {
-          auto quant = [&](const void* xp, const void*) {
-            nktest::QuantCall c;
-            c.op = op;
-            c.q_type = q;
-            c.x = xp;
-            c.y = y.data();
-            c.weight = weighted ? w.data() : nullptr;
-            c.row_scales = reinterpret_cast<float*>(scales.data());
-            c.rows = rows;
-            c.cols = n;
-            return nktest::launch_quant(c);
-          };
+          const auto quant = quant_with(q, weighted, true);
           EXPECT_EQ(outputs(quant, x_ref.data(), nullptr, rows * n), outputs(quant, x_off, nullptr, rows * n))
               << nktest::qtype_name(q) << " " << name << " N=" << n << (weighted ? "" : ", no weight");
         }
@@ -271,17 +279,7 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       // With a static scale too (16-bit LayerNorm past 64 KiB across a
       // cluster's registers since change 163, RMSNorm's ring); the types
       // differ only in the pack, so e4m3 alone.
-      auto quant_static = [&](const void* xp, const void*) {
-        nktest::QuantCall c;
-        c.op = op;
-        c.x = xp;
-        c.y = y.data();
-        c.weight = w.data();
-        c.static_scale = 1.0f / 32;
-        c.rows = rows;
-        c.cols = n;
-        return nktest::launch_quant(c);
-      };
+      const auto quant_static = quant_with(nktest::QType::kE4M3, true, false);
       EXPECT_EQ(outputs(quant_static, x_ref.data(), nullptr, rows * n), outputs(quant_static, x_off, nullptr, rows * n))
           << "static e4m3 " << name << " N=" << n;
     }
