@@ -248,8 +248,6 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
       };
       EXPECT_EQ(in_place(x_io.data(), r_io.data()), in_place(x_io.data() + 2, r_io.data() + 2))
           << "add+" << name << " in place N=" << n;
-      // Quantized also without a weight (a scale of 1, which the ring and
-      // the 8-slot kernels read from a slot of ones instead of branching).
       // One quantized call: per-row scales, or the static scale 1/32 (per_row false).
       auto quant_with = [&](nktest::QType q, bool weighted, bool per_row) {
         return [&, q, weighted, per_row](const void* xp, const void*) {
@@ -269,6 +267,8 @@ TEST(BatchInvariance, AlignedAndMisalignedRowsAreBitwiseEqual) {
           return nktest::launch_quant(c);
         };
       };
+      // Quantized also without a weight (a scale of 1, which the ring and
+      // the 8-slot kernels read from a slot of ones instead of branching).
       for (nktest::QType q : {nktest::QType::kE4M3, nktest::QType::kE5M2, nktest::QType::kInt8}) {
         for (bool weighted : {true, false}) {
           const auto quant = quant_with(q, weighted, true);
