@@ -299,12 +299,13 @@ TEST(Quant, LayerNormRowsInOneWideCta) {
 }
 
 // 16-bit LayerNorm rows past 64 KiB of x (N = 65536-262144 in bf16 or
-// fp16): with a static scale held across a cluster's registers at 8 slots
+// fp16) across a cluster's registers: with a static scale at 8 slots
 // (change 163: clusters of 2 CTAs of 512 and 1024 threads, 4 of 1024;
-// before, staged), with per-row scales staged (row_in_cluster), aligned
-// (the WHOLE form) and misaligned (the checked form); then more rows than
-// resident clusters, so that each cluster strides over rows and reuses its
-// reducer.
+// before, staged), with per-row scales at 4 slots, y held (change 172:
+// clusters of 4 and 8 CTAs of 512 threads, 8 of 1024; before, staged),
+// aligned (the WHOLE form) and misaligned (the checked form); then more rows
+// than resident clusters, so that each cluster strides over rows and reuses
+// its reducer.
 TEST(Quant, LayerNormRowsAcrossClusterRegisters) {
   NK_REQUIRE_GPU();
   for (auto [x, q] : {std::pair{DType::kBF16, QType::kE4M3}, std::pair{DType::kF16, QType::kInt8}}) {
@@ -313,10 +314,12 @@ TEST(Quant, LayerNormRowsAcrossClusterRegisters) {
         for (int64_t shift : {0, 1}) {
           normkit::LaunchPlan launched;
           check_quant(layer_norm_case(x, q, dynamic, n, 3, shift, &launched));
+          EXPECT_EQ(launched.shape, Shape::kRowInClusterRegisters) << n;
           if (dynamic) {
-            EXPECT_EQ(launched.shape, Shape::kRowInCluster) << n;
+            EXPECT_EQ(launched.vecs, 4) << n;
+            EXPECT_EQ(launched.cluster, n == 65536 ? 4 : 8) << n;
+            EXPECT_EQ(launched.threads, n == 262144 ? 1024 : 512) << n;
           } else {
-            EXPECT_EQ(launched.shape, Shape::kRowInClusterRegisters) << n;
             EXPECT_EQ(launched.vecs, 8) << n;
             EXPECT_EQ(launched.cluster, n == 262144 ? 4 : 2) << n;
           }
@@ -325,7 +328,9 @@ TEST(Quant, LayerNormRowsAcrossClusterRegisters) {
     }
   }
   const int64_t many = nktest::quick_mode() ? 140 : 300;
-  check_quant(layer_norm_case(DType::kBF16, QType::kE4M3, false, 131072, many, 0, nullptr));
+  for (bool dynamic : {false, true}) {
+    check_quant(layer_norm_case(DType::kBF16, QType::kE4M3, dynamic, 131072, many, 0, nullptr));
+  }
 }
 
 // Rows of 32-128 KiB held at 8 slots per thread (CTAs of up to 1024

@@ -228,7 +228,9 @@ TEST(Plan, ClustersArePowersOfTwo) {
   EXPECT_EQ(c.cluster, 4);
   EXPECT_EQ(c.chunk, 32776);
   EXPECT_EQ(plan_of(f32_row(65540), h200()).cluster, 4);
-  RowFormat quant = bf16_row(262144);  // 512 KiB on chip (16-bit LayerNorm: staged): 6 CTAs would do
+  // 512 KiB on chip (16-bit LayerNorm, per-row scales; 262136 columns do not
+  // split into whole warps, so staged, not in registers): 6 CTAs would do
+  RowFormat quant = bf16_row(262136);
   quant.needs_on_chip = true;
   quant.row_reductions = 2;
   EXPECT_EQ(plan_of(quant, h200()).shape, Shape::kRowInCluster);
@@ -483,9 +485,11 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   // threads x 8 slots (786432: 8 x 1536): staged, as before.
   EXPECT_EQ(plan_of(quant_row(bf16_row(131080)), h200()).shape, Shape::kRowInCluster);
   EXPECT_EQ(plan_of(quant_row(bf16_row(786432)), h200()).shape, Shape::kRowInCluster);
-  // Only with clusters, never 16-bit LayerNorm that needs the row on chip.
+  // Only with clusters; 16-bit LayerNorm that needs the row on chip at 4
+  // slots in CTAs of 512 threads (change 172; Plan.LayerNormRowsQuantizedAcrossClusterRegisters).
   EXPECT_EQ(plan_of(quant_row(bf16_row(81920)), a100()).shape, Shape::kRowInSmem);
-  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(65536))), h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(65536))), h200()).shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(65536))), h200()).threads, 512);
   // Rows that need not stay on chip: in clusters of 2, and past what is
   // staged (512 KiB), never in clusters of 4 below that
   // (registers_beat_staging).
@@ -582,11 +586,19 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(f4.vecs, 4);
   fused_ln.cols = 524288;  // forced: 4-slot parts hold at most 8 x 1024 x 32 columns
   EXPECT_EQ(choose_plan(fused_ln, h200(), Shape::kRowInClusterRegisters, &f4), Status::kErrorUnsupportedShape);
-  EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false));
-  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, true));   // plain LayerNorm: 8 slots
-  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, false));   // quantized
-  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(1, 2, 8, false, false));  // add + RMSNorm: 8 slots
-  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 4, 4, false, false));  // fp32
+  EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false, false));
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, true, false));   // plain LayerNorm: 8 slots
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, false, false));   // quantized
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(1, 2, 8, false, false, false));  // add + RMSNorm: 8 slots
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 4, 4, false, false, false));  // fp32
+  EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, true, true));      // per-row scales (change 172)
+  // Rows with per-row scales at 4 slots (change 172): 16-bit LayerNorm of
+  // plain x only.
+  EXPECT_TRUE(normkit::detail::per_row_four_slot_parts(2, 2, 8, true, true));
+  EXPECT_FALSE(normkit::detail::per_row_four_slot_parts(2, 2, 8, false, true));  // converted or static scale
+  EXPECT_FALSE(normkit::detail::per_row_four_slot_parts(2, 2, 8, true, false));  // a fused add
+  EXPECT_FALSE(normkit::detail::per_row_four_slot_parts(1, 2, 8, true, true));   // RMSNorm: 8 slots, fused maximum
+  EXPECT_FALSE(normkit::detail::per_row_four_slot_parts(2, 4, 4, true, true));   // fp32 LayerNorm: 8 slots
   fused_ln.cols = 32768;  // one CTA of 1024 threads x 4 slots (change 104)
   EXPECT_EQ(plan_of(fused_ln, h200()).shape, Shape::kRowPerBlock);
   EXPECT_EQ(plan_of(fused_ln, h200()).threads, 1024);
@@ -596,12 +608,13 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
             Status::kSuccess);
   EXPECT_EQ(forced.cluster, 2);
   EXPECT_EQ(forced.threads, 512);
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false, false));
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true));    // a static scale (change 163)
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false));  // per-row scales, fused adds
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 4, false, false));  // 8-byte slots: fp32 x, 16-bit residual
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true, false));
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false, false));
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false, false, false));
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true, false));    // a static scale (change 163)
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, true));    // per-row scales (change 172)
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, false));  // fused adds, scaled
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 4, false, false, false));  // 8-byte slots: fp32 x, 16-bit residual
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true, false, false));
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false, false, false));
   EXPECT_TRUE(normkit::detail::static_scale_plain(static_row(two_pass_row(bf16_row(65536)))));
   EXPECT_FALSE(normkit::detail::static_scale_plain(quant_row(two_pass_row(bf16_row(65536)))));
   RowFormat static_fused = static_row(two_pass_row(bf16_row(65536)));
@@ -628,10 +641,6 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
     EXPECT_EQ(lp.threads, h.threads) << h.cols;
     EXPECT_EQ(lp.vecs, 8) << h.cols;
     EXPECT_EQ(lp.smem_bytes, 0u) << h.cols;  // the plain loop: no ring, no relay
-    EXPECT_EQ(plan_of(quant_row(two_pass_row(bf16_row(h.cols))), h200()).shape, Shape::kRowInCluster) << h.cols;
-    EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(h.cols))), h200(), Shape::kRowInClusterRegisters, &forced),
-              Status::kErrorUnsupportedShape)
-        << h.cols;
   }
   EXPECT_EQ(plan_of(static_ln(65536), a100()).shape, Shape::kRowInSmem);  // no clusters
   EXPECT_EQ(plan_of(static_ln(524288), h200()).shape, Shape::kStreaming);  // clusters of 8: unmeasured
@@ -665,12 +674,15 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(choose_plan(bf16_row(65536), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
   EXPECT_EQ(p.cluster, 2);
   EXPECT_EQ(p.threads, 512);
-  // 16-bit LayerNorm: only where the output needs no row maximum (change 101).
+  // 16-bit LayerNorm: at 8 slots where the output needs no row maximum
+  // (change 101), at 4 where it does (change 172).
   EXPECT_EQ(choose_plan(two_pass_row(bf16_row(65536)), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
+  EXPECT_EQ(p.vecs, 8);
   EXPECT_EQ(choose_plan(quant_row(bf16_row(65536)), a100(), Shape::kRowInClusterRegisters, &p),
             Status::kErrorUnsupportedShape);
   EXPECT_EQ(choose_plan(quant_row(two_pass_row(bf16_row(65536))), h200(), Shape::kRowInClusterRegisters, &p),
-            Status::kErrorUnsupportedShape);
+            Status::kSuccess);
+  EXPECT_EQ(p.vecs, 4);
   // Forced on a short row: two CTAs of one warp.
   EXPECT_EQ(choose_plan(quant_row(bf16_row(4096)), h200(), Shape::kRowInClusterRegisters, &p), Status::kSuccess);
   EXPECT_EQ(p.cluster, 2);
@@ -691,6 +703,52 @@ void expect_ringless(const LaunchPlan& p) {
   EXPECT_EQ(p.shape, Shape::kRowInClusterRegisters);
   EXPECT_EQ(p.threads, 1024);
   EXPECT_EQ(p.smem_bytes, 0u);
+}
+
+// 16-bit LayerNorm rows with per-row scales past 64 KiB of x: 4 slots a
+// thread across a cluster's registers, y held (change 172), in CTAs of 512
+// threads where a cluster of at most 8 holds the row so, else 1024; other
+// part sizes stay staged (unmeasured), though a forced request takes them.
+TEST(Plan, LayerNormRowsQuantizedAcrossClusterRegisters) {
+  const auto per_row_ln = [](RowFormat f) { return quant_row(two_pass_row(f)); };
+  const struct {
+    int64_t cols;
+    int cluster, threads;
+  } held[] = {{65536, 4, 512}, {131072, 8, 512}, {262144, 8, 1024}};
+  for (const auto& h : held) {
+    {
+      const RowFormat f = per_row_ln(bf16_row(h.cols));  // fp16 rows plan alike
+      const LaunchPlan lp = plan_of(f, h200());
+      EXPECT_EQ(lp.shape, Shape::kRowInClusterRegisters) << h.cols;
+      EXPECT_EQ(lp.cluster, h.cluster) << h.cols;
+      EXPECT_EQ(lp.threads, h.threads) << h.cols;
+      EXPECT_EQ(lp.vecs, 4) << h.cols;
+      EXPECT_EQ(lp.chunk, h.cols / h.cluster) << h.cols;
+      EXPECT_EQ(lp.smem_bytes, 0u) << h.cols;  // the plain loop: no ring, no relay
+      LaunchPlan forced;
+      ASSERT_EQ(choose_plan(f, h200(), Shape::kRowInClusterRegisters, &forced), Status::kSuccess) << h.cols;
+      EXPECT_EQ(forced.cluster, h.cluster) << h.cols;
+      EXPECT_EQ(forced.threads, h.threads) << h.cols;
+    }
+  }
+  // 64 KiB and less: one CTA (row_per_block), as before.
+  EXPECT_EQ(plan_of(per_row_ln(bf16_row(32768)), h200()).shape, Shape::kRowPerBlock);
+  // Parts of other sizes (81920: 4 CTAs of 640 threads) stay staged; forced, they take them.
+  EXPECT_EQ(plan_of(per_row_ln(bf16_row(81920)), h200()).shape, Shape::kRowInCluster);
+  LaunchPlan odd;
+  ASSERT_EQ(choose_plan(per_row_ln(bf16_row(81920)), h200(), Shape::kRowInClusterRegisters, &odd), Status::kSuccess);
+  EXPECT_EQ(odd.cluster, 4);
+  EXPECT_EQ(odd.threads, 640);
+  EXPECT_EQ(odd.vecs, 4);
+  // No split into whole warps (65832), more than 8 x 1024 x 4 slots
+  // (524288), no clusters (A100), a fused add, or a static scale: not these parts.
+  EXPECT_EQ(plan_of(per_row_ln(bf16_row(65832)), h200()).shape, Shape::kRowInCluster);
+  EXPECT_NE(plan_of(per_row_ln(bf16_row(524288)), h200()).shape, Shape::kRowInClusterRegisters);
+  EXPECT_EQ(plan_of(per_row_ln(bf16_row(65536)), a100()).shape, Shape::kRowInSmem);
+  RowFormat fused = per_row_ln(bf16_row(65536));
+  fused.plain_input = false;
+  EXPECT_EQ(plan_of(fused, h200()).shape, Shape::kRowInCluster);
+  EXPECT_EQ(plan_of(static_row(two_pass_row(bf16_row(65536))), h200()).vecs, 8);  // change 163
 }
 
 // Rows run through a ring in shared memory (kernel::kRingsRows: per-row

@@ -25,7 +25,12 @@
 // runs through the ring instead (static scales in any cluster, converted
 // rows in clusters of 8: changes 107 and 140). 16-bit add + LayerNorm rows
 // whose parts of 8 slots fill a cluster of 2 hold them split, half in
-// shared memory (kSplitsParts, row_split_part.cuh: change 115).
+// shared memory (kSplitsParts, row_split_part.cuh: change 115). 16-bit
+// LayerNorm rows with per-row scales (the maximum a walk of its own; their
+// weight and bias come from L2, so they neither roll nor ring) run the plain
+// loop at 4 slots a thread, which holds y between the maximum's walk and
+// the output's (normalize_held_part's kHoldsY; plan.cuh,
+// per_row_four_slot_parts: change 172).
 //
 // With a caller's counter (LaunchOptions::row_counter), the plain loop's
 // WHOLE form, split parts (WHOLE and checked), the prefetching loop, the

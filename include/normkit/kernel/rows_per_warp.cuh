@@ -124,8 +124,10 @@ NORMKIT_DEVICE void normalize_held_part(
   // parameters a second time: the same values, so the same bits, and 5-7
   // points of the copy at 4 slots (docs/performance.md, changes 160-161).
   // Up to 4 slots a thread, unpaired: the held y doubles what a slot takes
-  // in registers; the WHOLE 4-slot kernels fit it in 64 without a spill,
-  // and 5 and 8 slots and the paired forms were not tried with it.
+  // in registers; the WHOLE 4-slot kernels of row_per_block fit it in 64
+  // without a spill (row_cluster_registers' spill 8 bytes with the
+  // cluster's reducer, 24 checked: change 172), and 5 and 8 slots and the
+  // paired forms were not tried with it.
   constexpr bool kHoldsY = Problem::Output::kNeedsRowAbsMax &&
                            !kFusedRowMax<Problem, View, Reducer> && PARTS == 1 && !ROLL && VECS <= 4;
   float y[kHoldsY ? VECS : 1][VEC];

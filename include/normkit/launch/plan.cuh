@@ -187,12 +187,50 @@ constexpr bool allows_wide_slots(int row_reductions, int storage_bytes, int vec)
   return vec * storage_bytes <= 16 && (row_reductions < 2 || storage_bytes >= 4);
 }
 
+/// Whether a problem's rows may be held at 4 slots a thread in one CTA of up
+/// to 1024 threads (row_per_block; 512 otherwise): rows that may not take 8
+/// slots (allows_wide_slots false) in 16-byte slots of 16-bit x with two
+/// reductions (LayerNorm, add + LayerNorm), whatever their output.
+/// Their kernel runs alone on its SM and takes TwoPass's one walk
+/// (kernel::AloneOnSm). Measured (docs/performance.md, change 104): bf16
+/// N = 32768 in 1024 threads of 4 slots instead of staged, add + LayerNorm
+/// 85.3% -> 97.1% of the copy, LayerNorm bf16 85.4% -> 87.0%, fp16 77.0% ->
+/// 88.1% (with TwoPass's two walks: 94.9%, 81.6%, 81.2%); LayerNorm bf16 to
+/// fp8 (change 157, H100) 86.6% -> 90.8% with a static scale, 65.2% -> 74.2%
+/// with per-row scales. The launcher instantiates that kernel only where
+/// this holds.
+constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes, int vec) {
+  return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16;
+}
+
 /// The output quantizes or needs the whole row on chip (the `scaled_output`
 /// argument of the predicates below).
 inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on_chip; }
 
-/// Whether a problem's rows may be held at 8 slots per thread across a
-/// cluster's registers (row_cluster_registers): where allows_wide_slots
+/// Whether a problem's rows are held at 4 slots a thread across a cluster's
+/// registers with y held between the maximum's walk and the output's
+/// (normalize_held_part's kHoldsY: 4 slots, not rolled), instead of staged:
+/// rows of plain 16-bit x that allows_wide_four_slot_team admits (16-bit
+/// LayerNorm) whose output needs the row's maximum (per-row scales), whose
+/// walk for it is a walk of its own (LayerNorm's bias). ptxas (sm_90): 64
+/// registers, 8 bytes of spills WHOLE, 24 checked. Measured on an H100
+/// (docs/performance.md, change 171), bf16 to fp8 and int8 against staging:
+/// N = 65536 62.6% -> 74.9% of the copy in clusters of 4 CTAs of 512
+/// threads (73.4% in 2 of 1024), 131072 57.0% -> 68.4% in 8 of 512 (63.8%
+/// in 4 of 1024), 262144 53.1% -> 59.1% in 8 of 1024; misaligned rows (the
+/// checked form) +8 to +13. So the plan gives them CTAs of 512 threads, two
+/// an SM, where a cluster of at most PlanTuning::kMaxCluster holds the row
+/// so, and 1024 otherwise (plan_cluster_registers); other part sizes stay
+/// staged (cluster_registers_measured), unmeasured. Experiment 162 held the
+/// same rows at 8 slots (no held y; 180 bytes of spills) and lost 9-13
+/// points to staging.
+constexpr bool per_row_four_slot_parts(int row_reductions, int storage_bytes, int vec, bool needs_on_chip,
+                                       bool plain_input) {
+  return allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && needs_on_chip && plain_input;
+}
+
+/// Whether a problem's rows may be held across a cluster's registers
+/// (row_cluster_registers): at 8 slots per thread where allows_wide_slots
 /// holds, and for rows of 16-bit x with two reductions (LayerNorm, add +
 /// LayerNorm: 16-byte slots of 2-byte elements) whose output neither
 /// quantizes nor needs the row's maximum (`scaled_output` false), or that
@@ -201,15 +239,16 @@ inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on
 /// 16-44 bytes in the cluster's one-walk form (TwoPass with a shift), 24
 /// with a static scale, not 144 as in one CTA; the checked ones 660-1068.
 /// The plan runs them there only where that measured faster than staging
-/// (registers_beat_staging; changes 101 and 163). Not with per-row scales
-/// (the maximum a walk of its own: 180 bytes of spills WHOLE, and experiment
-/// 162 measured them 9-13 points under staging), fp32 x with a 16-bit residual,
-/// nor fused-add rows with a scaled output (unmeasured). The launcher
-/// instantiates row_cluster_registers only where this holds.
+/// (registers_beat_staging; changes 101 and 163). At 4 slots: fused-add
+/// rows (four_slot_cluster_parts), and rows with per-row scales that read x
+/// alone (`per_row_four`: per_row_four_slot_parts; change 172). Not fp32 x
+/// with a 16-bit residual, nor fused-add rows with a scaled output
+/// (unmeasured). The launcher instantiates row_cluster_registers only where
+/// this holds.
 constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool scaled_output,
-                                             bool static_scale_plain) {
+                                             bool static_scale_plain, bool per_row_four) {
   return allows_wide_slots(row_reductions, storage_bytes, vec) ||
-         (vec * storage_bytes == 16 && (!scaled_output || static_scale_plain));
+         (vec * storage_bytes == 16 && (!scaled_output || static_scale_plain)) || per_row_four;
 }
 
 /// Rows that read x alone and quantize with a static scale (the
@@ -281,22 +320,6 @@ inline bool wide_slots_fit(const RowFormat& f) {
   return whole_warp_threads(f.cols / f.vec, PlanTuning::kWideVecs, kMaxThreads) > 0;
 }
 
-/// Whether a problem's rows may be held at 4 slots a thread in one CTA of up
-/// to 1024 threads (row_per_block; 512 otherwise): rows that may not take 8
-/// slots (allows_wide_slots false) in 16-byte slots of 16-bit x with two
-/// reductions (LayerNorm, add + LayerNorm), whatever their output.
-/// Their kernel runs alone on its SM and takes TwoPass's one walk
-/// (kernel::AloneOnSm). Measured (docs/performance.md, change 104): bf16
-/// N = 32768 in 1024 threads of 4 slots instead of staged, add + LayerNorm
-/// 85.3% -> 97.1% of the copy, LayerNorm bf16 85.4% -> 87.0%, fp16 77.0% ->
-/// 88.1% (with TwoPass's two walks: 94.9%, 81.6%, 81.2%); LayerNorm bf16 to
-/// fp8 (change 157, H100) 86.6% -> 90.8% with a static scale, 65.2% -> 74.2%
-/// with per-row scales. The launcher instantiates that kernel only where
-/// this holds.
-constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes, int vec) {
-  return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16;
-}
-
 /// Whether row_cluster_registers holds a problem's parts at 4 slots a thread
 /// (CTAs of up to 1024 threads, one an SM) rather than 8: fused-add rows
 /// (not a plain copy of x) that allows_wide_four_slot_team admits (add +
@@ -312,9 +335,17 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
 /// kernel only where this holds, and no 8-slot register loop there (8-slot
 /// parts half in shared memory, split parts, where those fill a cluster of
 /// at most PlanTuning::kSplitPartMaxCluster: kernel/row_split_part.cuh).
+/// Also rows with per-row scales that read x alone (`per_row_four`:
+/// per_row_four_slot_parts, change 172), in CTAs of 512 or 1024 threads.
 constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, int vec, bool scaled_output,
-                                       bool plain_input) {
-  return allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && !scaled_output && !plain_input;
+                                       bool plain_input, bool per_row_four) {
+  return (allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && !scaled_output && !plain_input) ||
+         per_row_four;
+}
+
+/// per_row_four_slot_parts from RowFormat's fields.
+inline bool per_row_four_slot_parts(const RowFormat& f) {
+  return per_row_four_slot_parts(f.row_reductions, f.storage_bytes, f.vec, f.needs_on_chip, f.plain_input);
 }
 
 /// The most threads a row_per_block CTA of `vecs` slots may have for these
@@ -542,13 +573,33 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int c
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
       !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
-                                     static_scale_plain(f))) {
+                                     static_scale_plain(f), per_row_four_slot_parts(f))) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
-  const bool four_slots =
-      four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input);
+  const bool four_slots = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
+                                                  f.plain_input, per_row_four_slot_parts(f));
   const int vecs = four_slots ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
+  auto take = [&](int cluster, int64_t threads, int slots_per_thread, size_t smem) {
+    p->shape = Shape::kRowInClusterRegisters;
+    p->cluster = cluster;
+    p->threads = static_cast<int>(threads);
+    p->vecs = slots_per_thread;
+    p->chunk = f.cols / cluster;
+    p->smem_bytes = smem;
+    return true;
+  };
+  // Rows with per-row scales at 4 slots (per_row_four_slot_parts) first in
+  // CTAs of exactly 512 threads, two an SM, in any cluster that holds them
+  // so (measured above 1024-thread CTAs at bf16 N = 65536 and 131072:
+  // change 172), then as every row. They use no shared memory of the
+  // plan's (no ring, prefetch, relay or split part).
+  if (per_row_four_slot_parts(f)) {
+    constexpr int kHalf = kernel::kClusterRegistersMaxThreads / 2;
+    for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
+      if (whole_warp_threads(slots, int64_t{c} * vecs, kHalf) == kHalf) return take(c, kHalf, vecs, 0);
+    }
+  }
   for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
     // Rows held at 4 slots split their parts where 8-slot ones fill a
     // cluster of at most kSplitPartMaxCluster CTAs of kSplitPartTeam threads
@@ -557,13 +608,8 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
         whole_warp_threads(slots, int64_t{c} * kernel::kSplitPartVecs, kernel::kSplitPartTeam) ==
             kernel::kSplitPartTeam &&
         smem_fits(d, kernel::split_part_smem_bytes(kernel::kSplitPartTeam))) {
-      p->shape = Shape::kRowInClusterRegisters;
-      p->cluster = c;
-      p->threads = kernel::kSplitPartTeam;
-      p->vecs = kernel::kSplitPartVecs;
-      p->chunk = f.cols / c;
-      p->smem_bytes = kernel::split_part_smem_bytes(kernel::kSplitPartTeam);
-      return true;
+      return take(c, kernel::kSplitPartTeam, kernel::kSplitPartVecs,
+                  kernel::split_part_smem_bytes(kernel::kSplitPartTeam));
     }
     const int64_t threads = whole_warp_threads(slots, int64_t{c} * vecs, kernel::kClusterRegistersMaxThreads);
     if (threads > 0) {
@@ -577,13 +623,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
       // loop, with none.
       const size_t ring = cluster_ring_smem_bytes(f, threads, c, d);
       if (ring > 0) smem = ring;
-      p->shape = Shape::kRowInClusterRegisters;
-      p->cluster = c;
-      p->threads = static_cast<int>(threads);
-      p->vecs = vecs;
-      p->chunk = f.cols / c;
-      p->smem_bytes = smem;
-      return true;
+      return take(c, threads, vecs, smem);
     }
   }
   return false;
@@ -623,7 +663,8 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 85.4%, 86.0%, 75.0%); parts of fewer threads (rows that are not 32768
 /// times a power of two, e.g. 34816: 2 CTAs of 544) stay staged, unmeasured.
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
-  if (four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input)) {
+  if (four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input,
+                              per_row_four_slot_parts(f))) {
     return p.threads == kernel::kClusterRegistersMaxThreads;  // any cluster, in the measured parts of 1024 threads
   }
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
@@ -641,6 +682,15 @@ inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
   return p.cluster == 2 || f.cols * f.storage_bytes > PlanTuning::kAutoStagedRowBytes ||
          (f.relays_rows && f.storage_bytes == 4) || (!f.plain_input && f.row_reductions == 1) ||
          (f.prefetches_rows && p.smem_bytes > 0);  // the plan gave them a ring (cluster_ring_smem_bytes)
+}
+
+/// Whether the automatic plan takes a row_in_cluster_registers plan `p` for
+/// rows that must stay on chip: rows with per-row scales held at 4 slots
+/// (per_row_four_slot_parts) only in the measured parts, CTAs of 512 or 1024
+/// threads (change 172; others, e.g. 2 CTAs of 640 threads at bf16 N =
+/// 81920, stay staged, unmeasured); every other such row in any.
+inline bool cluster_registers_measured(const RowFormat& f, const LaunchPlan& p) {
+  return !per_row_four_slot_parts(f) || p.threads % (kernel::kClusterRegistersMaxThreads / 2) == 0;
 }
 
 inline bool plan_streaming(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
@@ -685,7 +735,8 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       if (detail::plan_rows_per_warp(f, vecs, &p)) {
         ok = true;
       } else if (LaunchPlan r; f.needs_on_chip && detail::x_row_bytes(f) > PlanTuning::kOneCtaOnChipRowBytes &&
-                                detail::plan_cluster_registers(f, d, &r)) {
+                                detail::plan_cluster_registers(f, d, &r) &&
+                                detail::cluster_registers_measured(f, r)) {
         p = r;  // in pairs of CTAs, two per SM (kOneCtaOnChipRowBytes)
         ok = true;
       } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f) ||
@@ -693,7 +744,8 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
                  detail::plan_row_per_block(f, vecs, &p)) {
         ok = true;
       } else if (LaunchPlan r; detail::plan_cluster_registers(f, d, &r) &&
-                                (f.needs_on_chip || detail::registers_beat_staging(f, r))) {
+                                (f.needs_on_chip ? detail::cluster_registers_measured(f, r)
+                                                 : detail::registers_beat_staging(f, r))) {
         p = r;
         ok = true;
       } else if (row_bytes > PlanTuning::kAutoStagedRowBytes && !f.needs_on_chip) {
