@@ -214,11 +214,12 @@ inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on
 /// LayerNorm) whose output needs the row's maximum (per-row scales), whose
 /// walk for it is a walk of its own (LayerNorm's bias). ptxas (sm_90): 64
 /// registers, 8 bytes of spills WHOLE, 24 checked. Measured on an H100
-/// (docs/performance.md, change 171), bf16 to fp8 and int8 against staging:
-/// N = 65536 62.6% -> 74.9% of the copy in clusters of 4 CTAs of 512
-/// threads (73.4% in 2 of 1024), 131072 57.0% -> 68.4% in 8 of 512 (63.8%
-/// in 4 of 1024), 262144 53.1% -> 59.1% in 8 of 1024; misaligned rows (the
-/// checked form) +8 to +13. So the plan gives them CTAs of 512 threads, two
+/// (docs/performance.md, experiment 171, landed as change 172), bf16 to fp8
+/// (int8 within 1.6 points) against staging: N = 65536 62.6% -> 74.9% of
+/// the copy in clusters of 4 CTAs of 512 threads (73.4% in 2 of 1024),
+/// 131072 57.0% -> 68.4% in 8 of 512 (63.8% in 4 of 1024), 262144 53.1% ->
+/// 59.1% in 8 of 1024; misaligned rows (the checked form) +8 to +10.5 in
+/// those CTAs (+13 in 1024-thread CTAs at 65536). So the plan gives them CTAs of 512 threads, two
 /// an SM, where a cluster of at most PlanTuning::kMaxCluster holds the row
 /// so, and 1024 otherwise (plan_cluster_registers); other part sizes stay
 /// staged (cluster_registers_measured), unmeasured. Experiment 162 held the
@@ -687,7 +688,7 @@ inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
 /// Whether the automatic plan takes a row_in_cluster_registers plan `p` for
 /// rows that must stay on chip: rows with per-row scales held at 4 slots
 /// (per_row_four_slot_parts) only in the measured parts, CTAs of 512 or 1024
-/// threads (change 172; others, e.g. 2 CTAs of 640 threads at bf16 N =
+/// threads (change 172; others, e.g. 4 CTAs of 640 threads at bf16 N =
 /// 81920, stay staged, unmeasured); every other such row in any.
 inline bool cluster_registers_measured(const RowFormat& f, const LaunchPlan& p) {
   return !per_row_four_slot_parts(f) || p.threads % (kernel::kClusterRegistersMaxThreads / 2) == 0;
