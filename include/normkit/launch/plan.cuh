@@ -572,14 +572,15 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int c
 /// PlanTuning::kSplitPartMaxCluster CTAs (split parts: smem_bytes
 /// kernel::split_part_smem_bytes; change 113).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
+  const bool per_row_four = per_row_four_slot_parts(f);
   if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
       !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
-                                     static_scale_plain(f), per_row_four_slot_parts(f))) {
+                                     static_scale_plain(f), per_row_four)) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
   const bool four_slots = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
-                                                  f.plain_input, per_row_four_slot_parts(f));
+                                                  f.plain_input, per_row_four);
   const int vecs = four_slots ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
   auto take = [&](int cluster, int64_t threads, int slots_per_thread, size_t smem) {
     p->shape = Shape::kRowInClusterRegisters;
@@ -595,7 +596,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
   // so (measured above 1024-thread CTAs at bf16 N = 65536 and 131072:
   // change 172), then as every row. They use no shared memory of the
   // plan's (no ring, prefetch, relay or split part).
-  if (per_row_four_slot_parts(f)) {
+  if (per_row_four) {
     constexpr int kHalf = kernel::kClusterRegistersMaxThreads / 2;
     for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
       if (whole_warp_threads(slots, int64_t{c} * vecs, kHalf) == kHalf) return take(c, kHalf, vecs, 0);
