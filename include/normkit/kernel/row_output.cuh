@@ -209,23 +209,16 @@ NORMKIT_DEVICE float fold_slot_absmax(float amax, const typename Problem::Params
 
 /// max |y| of K slots for statistics st (for outputs that scale each row by
 /// its maximum; with RowStats::unit(), max |epilogue(x)|: kFusedRowMax).
-/// pre: as store_slots'.
+/// pre: as store_slots'. transform_held_slots' walk, its y left unused (the
+/// compiler drops it): one loop for both.
 template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
 NORMKIT_DEVICE float absmax_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                   int first_slot, int lane, int team, const RowStats& st,
                                   const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K],
                                   const Pre* pre = nullptr) {
-  constexpr int VEC = Problem::kVec;
-  float amax = 0.f;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t c = RowLoader<float, VEC>::column(first_slot + k, lane, team);
-    const int valid = WHOLE ? VEC : slot_valid(n, c, VEC);
-    float x[VEC];
-    slot_to_float(raw[k], x);
-    amax = fold_slot_absmax<Problem, WHOLE>(amax, p, row, col_base + c, valid, st, x, prefetched_slot(pre, k));
-  }
-  return amax;
+  float unused[K][Problem::kVec];
+  return transform_held_slots<Problem, K, WHOLE, Pre>(p, row, col_base, n, first_slot, lane, team, st, raw, unused,
+                                                      pre);
 }
 
 /// Whether y is rstd times epilogue(x): the statistics normalize by a scale
