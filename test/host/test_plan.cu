@@ -587,7 +587,7 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   fused_ln.cols = 524288;  // forced: 4-slot parts hold at most 8 x 1024 x 32 columns
   EXPECT_EQ(choose_plan(fused_ln, h200(), Shape::kRowInClusterRegisters, &f4), Status::kErrorUnsupportedShape);
   EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false, false));
-  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, true, false));   // plain LayerNorm: 8 slots
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false, true));   // plain LayerNorm: 8 slots
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, false, false));   // quantized
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(1, 2, 8, false, false, false));  // add + RMSNorm: 8 slots
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 4, 4, false, false, false));  // fp32
@@ -609,11 +609,16 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(forced.cluster, 2);
   EXPECT_EQ(forced.threads, 512);
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false, false, false));
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true, false));    // a static scale (change 163)
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, true));    // per-row scales (change 172)
-  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, false));  // fused adds, scaled
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, true));    // a static scale (change 163)
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true, true));     // per-row scales (change 172)
+  // (row_reductions, storage_bytes, vec, quantized, needs_on_chip, plain_input)
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true, false));   // fused adds, scaled
+  EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, false));  // fused adds, static scale
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(quant_row(two_pass_row(bf16_row(65536)))));
+  EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(quant_row(two_pass_row(bf16_row(65536)))));
+  EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(static_row(two_pass_row(bf16_row(65536)))));
   EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 4, false, false, false));  // 8-byte slots: fp32 x, 16-bit residual
-  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true, false, false));
+  EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(1, 2, 8, true, true, true));
   EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(1, 4, 8, false, false, false));
   EXPECT_TRUE(normkit::detail::static_scale_plain(static_row(two_pass_row(bf16_row(65536)))));
   EXPECT_FALSE(normkit::detail::static_scale_plain(quant_row(two_pass_row(bf16_row(65536)))));

@@ -113,23 +113,14 @@ struct Launcher {
   static constexpr int kStorageBytes = static_cast<int>(sizeof(typename Problem::Storage));
   /// The output quantizes (per-row or static scale): RowFormat::quantized.
   static constexpr bool kQuantized = detail::ScalesByFactor<typename Problem::Output>::value;
-  /// The output is scaled (quantized) or needs the row on chip: scaled_output(RowFormat).
-  static constexpr bool kScaledOutput = kQuantized || Problem::Output::kNeedsRowAbsMax;
   /// Whether the plan may give this problem's rows 8 slots per thread (only
   /// then are 8-slot kernels instantiated).
   static constexpr bool kWideSlots = allows_wide_slots(kRowReductions, kStorageBytes, VEC);
   static constexpr int kMaxVecs = kWideSlots ? PlanTuning::kWideVecs : PlanTuning::kMaxRegisterBytes / 16;
-  /// Whether the plan holds this problem's rows with per-row scales at 4
-  /// slots across a cluster's registers (per_row_four_slot_parts).
-  static constexpr bool kPerRowFourSlotParts = per_row_four_slot_parts(
-      kRowReductions, kStorageBytes, VEC, Problem::Output::kNeedsRowAbsMax, Problem::Input::kIsPlainCopy);
   /// Whether the plan may hold this problem's rows across a cluster's
   /// registers (only then is row_cluster_registers instantiated).
-  static constexpr bool kClusterRegisterSlots =
-      allows_cluster_register_slots(kRowReductions, kStorageBytes, VEC, kScaledOutput,
-                                    static_scale_plain(kQuantized, Problem::Output::kNeedsRowAbsMax,
-                                                       Problem::Input::kIsPlainCopy),
-                                    kPerRowFourSlotParts);
+  static constexpr bool kClusterRegisterSlots = allows_cluster_register_slots(
+      kRowReductions, kStorageBytes, VEC, kQuantized, Problem::Output::kNeedsRowAbsMax, Problem::Input::kIsPlainCopy);
   /// Whether the plan may hold this problem's rows at 4 slots in CTAs of up
   /// to 1024 threads (allows_wide_four_slot_team; only then is that
   /// row_per_block kernel instantiated).
@@ -137,9 +128,8 @@ struct Launcher {
   /// Whether row_cluster_registers holds this problem's parts at 4 slots
   /// (four_slot_cluster_parts: only then is that kernel instantiated, and
   /// then no 8-slot register loop; split parts, kSplitsParts, hold 8).
-  static constexpr bool kFourSlotClusterParts =
-      four_slot_cluster_parts(kRowReductions, kStorageBytes, VEC, kScaledOutput, Problem::Input::kIsPlainCopy,
-                              kPerRowFourSlotParts);
+  static constexpr bool kFourSlotClusterParts = four_slot_cluster_parts(
+      kRowReductions, kStorageBytes, VEC, kQuantized, Problem::Output::kNeedsRowAbsMax, Problem::Input::kIsPlainCopy);
   /// Whether the plan may hold those 4-slot parts as split 8-slot ones
   /// (kernel::kSplitsParts; only then are those kernels instantiated).
   static constexpr bool kSplitsParts = kFourSlotClusterParts && kernel::kSplitsParts<Problem>;

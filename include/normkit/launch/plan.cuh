@@ -205,7 +205,8 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
 
 /// The output quantizes or needs the whole row on chip (the `scaled_output`
 /// argument of the predicates below).
-inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on_chip; }
+constexpr bool scaled_output(bool quantized, bool needs_on_chip) { return quantized || needs_on_chip; }
+inline bool scaled_output(const RowFormat& f) { return scaled_output(f.quantized, f.needs_on_chip); }
 
 /// Whether a problem's rows are held at 4 slots a thread across a cluster's
 /// registers with y held between the maximum's walk and the output's
@@ -219,10 +220,11 @@ inline bool scaled_output(const RowFormat& f) { return f.quantized || f.needs_on
 /// the copy in clusters of 4 CTAs of 512 threads (73.4% in 2 of 1024),
 /// 131072 57.0% -> 68.4% in 8 of 512 (63.8% in 4 of 1024), 262144 53.1% ->
 /// 59.1% in 8 of 1024; misaligned rows (the checked form) +8 to +10.5 in
-/// those CTAs (+13 in 1024-thread CTAs at 65536). So the plan gives them CTAs of 512 threads, two
-/// an SM, where a cluster of at most PlanTuning::kMaxCluster holds the row
-/// so, and 1024 otherwise (plan_cluster_registers); other part sizes stay
-/// staged (cluster_registers_measured), unmeasured. Experiment 162 held the
+/// those CTAs (+13 in 1024-thread CTAs at 65536). So the plan gives them
+/// CTAs of 512 threads, two an SM, where a cluster of at most
+/// PlanTuning::kMaxCluster holds the row so, and 1024 otherwise
+/// (plan_cluster_registers); other part sizes stay staged
+/// (cluster_registers_measured), unmeasured. Experiment 162 held the
 /// same rows at 8 slots (no held y; 180 bytes of spills) and lost 9-13
 /// points to staging.
 constexpr bool per_row_four_slot_parts(int row_reductions, int storage_bytes, int vec, bool needs_on_chip,
@@ -230,36 +232,40 @@ constexpr bool per_row_four_slot_parts(int row_reductions, int storage_bytes, in
   return allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && needs_on_chip && plain_input;
 }
 
+
+/// Rows that read x alone and quantize with a static scale (held across a
+/// cluster's registers: allows_cluster_register_slots): from RowFormat's
+/// fields, or at compile time from the launcher's.
+constexpr bool static_scale_plain(bool quantized, bool needs_on_chip, bool plain_input) {
+  return quantized && !needs_on_chip && plain_input;
+}
+inline bool static_scale_plain(const RowFormat& f) {
+  return static_scale_plain(f.quantized, f.needs_on_chip, f.plain_input);
+}
+
 /// Whether a problem's rows may be held across a cluster's registers
 /// (row_cluster_registers): at 8 slots per thread where allows_wide_slots
 /// holds, and for rows of 16-bit x with two reductions (LayerNorm, add +
 /// LayerNorm: 16-byte slots of 2-byte elements) whose output neither
-/// quantizes nor needs the row's maximum (`scaled_output` false), or that
-/// read x alone and quantize with a static scale (`static_scale_plain`:
+/// quantizes nor needs the row's maximum (scaled_output false), or that
+/// read x alone and quantize with a static scale (static_scale_plain:
 /// LayerNorm to fp8 or int8, change 163). Their WHOLE kernels spill there
 /// 16-44 bytes in the cluster's one-walk form (TwoPass with a shift), 24
 /// with a static scale, not 144 as in one CTA; the checked ones 660-1068.
 /// The plan runs them there only where that measured faster than staging
 /// (registers_beat_staging; changes 101 and 163). At 4 slots: fused-add
 /// rows (four_slot_cluster_parts), and rows with per-row scales that read x
-/// alone (`per_row_four`: per_row_four_slot_parts; change 172). Not fp32 x
+/// alone (per_row_four_slot_parts; change 172). Not fp32 x
 /// with a 16-bit residual, nor fused-add rows with a scaled output
 /// (unmeasured). The launcher instantiates row_cluster_registers only where
-/// this holds.
-constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool scaled_output,
-                                             bool static_scale_plain, bool per_row_four) {
+/// this holds. The arguments are RowFormat's fields of the same names, so
+/// the launcher's compile-time predicate and the plan's agree.
+constexpr bool allows_cluster_register_slots(int row_reductions, int storage_bytes, int vec, bool quantized,
+                                             bool needs_on_chip, bool plain_input) {
   return allows_wide_slots(row_reductions, storage_bytes, vec) ||
-         (vec * storage_bytes == 16 && (!scaled_output || static_scale_plain)) || per_row_four;
-}
-
-/// Rows that read x alone and quantize with a static scale (the
-/// `static_scale_plain` argument of allows_cluster_register_slots): from
-/// RowFormat's fields, or at compile time from the launcher's.
-constexpr bool static_scale_plain(bool quantized, bool needs_on_chip, bool plain_input) {
-  return quantized && !needs_on_chip && plain_input;
-}
-inline bool static_scale_plain(const RowFormat& f) {
-  return static_scale_plain(f.quantized, f.needs_on_chip, f.plain_input);
+         (vec * storage_bytes == 16 && (!scaled_output(quantized, needs_on_chip) ||
+                                        static_scale_plain(quantized, needs_on_chip, plain_input))) ||
+         per_row_four_slot_parts(row_reductions, storage_bytes, vec, needs_on_chip, plain_input);
 }
 
 /// The threads that hold `slots` slots at `vecs` each, if they make whole
@@ -336,17 +342,27 @@ inline bool wide_slots_fit(const RowFormat& f) {
 /// kernel only where this holds, and no 8-slot register loop there (8-slot
 /// parts half in shared memory, split parts, where those fill a cluster of
 /// at most PlanTuning::kSplitPartMaxCluster: kernel/row_split_part.cuh).
-/// Also rows with per-row scales that read x alone (`per_row_four`:
-/// per_row_four_slot_parts, change 172), in CTAs of 512 or 1024 threads.
-constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, int vec, bool scaled_output,
-                                       bool plain_input, bool per_row_four) {
-  return (allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && !scaled_output && !plain_input) ||
-         per_row_four;
+/// Also rows with per-row scales that read x alone (per_row_four_slot_parts,
+/// change 172), in CTAs of 512 or 1024 threads. The arguments are
+/// RowFormat's fields of the same names.
+constexpr bool four_slot_cluster_parts(int row_reductions, int storage_bytes, int vec, bool quantized,
+                                       bool needs_on_chip, bool plain_input) {
+  return (allows_wide_four_slot_team(row_reductions, storage_bytes, vec) &&
+          !scaled_output(quantized, needs_on_chip) && !plain_input) ||
+         per_row_four_slot_parts(row_reductions, storage_bytes, vec, needs_on_chip, plain_input);
 }
 
-/// per_row_four_slot_parts from RowFormat's fields.
+/// The predicates above from RowFormat's fields.
 inline bool per_row_four_slot_parts(const RowFormat& f) {
   return per_row_four_slot_parts(f.row_reductions, f.storage_bytes, f.vec, f.needs_on_chip, f.plain_input);
+}
+inline bool allows_cluster_register_slots(const RowFormat& f) {
+  return allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, f.quantized, f.needs_on_chip,
+                                       f.plain_input);
+}
+inline bool four_slot_cluster_parts(const RowFormat& f) {
+  return four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, f.quantized, f.needs_on_chip,
+                                 f.plain_input);
 }
 
 /// The most threads a row_per_block CTA of `vecs` slots may have for these
@@ -572,15 +588,11 @@ inline size_t cluster_ring_smem_bytes(const RowFormat& f, int64_t threads, int c
 /// PlanTuning::kSplitPartMaxCluster CTAs (split parts: smem_bytes
 /// kernel::split_part_smem_bytes; change 113).
 inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, LaunchPlan* p) {
-  const bool per_row_four = per_row_four_slot_parts(f);
-  if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 ||
-      !allows_cluster_register_slots(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
-                                     static_scale_plain(f), per_row_four)) {
+  if (!d.cluster_launch || f.vec <= 0 || f.cols % f.vec != 0 || !allows_cluster_register_slots(f)) {
     return false;
   }
   const int64_t slots = f.cols / f.vec;
-  const bool four_slots = four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f),
-                                                  f.plain_input, per_row_four);
+  const bool four_slots = four_slot_cluster_parts(f);
   const int vecs = four_slots ? PlanTuning::kMaxRegisterBytes / 16 : PlanTuning::kWideVecs;
   auto take = [&](int cluster, int64_t threads, int slots_per_thread, size_t smem) {
     p->shape = Shape::kRowInClusterRegisters;
@@ -596,7 +608,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
   // so (measured above 1024-thread CTAs at bf16 N = 65536 and 131072:
   // change 172), then as every row. They use no shared memory of the
   // plan's (no ring, prefetch, relay or split part).
-  if (per_row_four) {
+  if (per_row_four_slot_parts(f)) {
     constexpr int kHalf = kernel::kClusterRegistersMaxThreads / 2;
     for (int c = 2; c <= PlanTuning::kMaxCluster; c *= 2) {
       if (whole_warp_threads(slots, int64_t{c} * vecs, kHalf) == kHalf) return take(c, kHalf, vecs, 0);
@@ -665,8 +677,7 @@ inline bool plan_cluster_registers(const RowFormat& f, const DeviceCaps& d, Laun
 /// 85.4%, 86.0%, 75.0%); parts of fewer threads (rows that are not 32768
 /// times a power of two, e.g. 34816: 2 CTAs of 544) stay staged, unmeasured.
 inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
-  if (four_slot_cluster_parts(f.row_reductions, f.storage_bytes, f.vec, scaled_output(f), f.plain_input,
-                              per_row_four_slot_parts(f))) {
+  if (four_slot_cluster_parts(f)) {
     return p.threads == kernel::kClusterRegistersMaxThreads;  // any cluster, in the measured parts of 1024 threads
   }
   if (!allows_wide_slots(f.row_reductions, f.storage_bytes, f.vec)) {
