@@ -722,10 +722,12 @@ TEST(Quant, BadScalesAndShapesAreRejected) {
   streaming.shape = Shape::kStreaming;
   // 16-bit LayerNorm rows with per-row scales are never held at 8 slots
   // (they spill in row_per_block; across a cluster's registers experiment
-  // 162 measured them 9-13 points under staging).
+  // 162 measured them 9-13 points under staging): at 4 slots (change 172) a
+  // cluster of 8 CTAs of 1024 threads holds at most 262144 columns, so a
+  // row of 524288, which 8-slot parts would hold, is refused.
   nktest::QuantCall two_pass = streaming;
   two_pass.op = Op::kLayerNorm;
-  two_pass.cols = 65536;
+  two_pass.cols = 524288;
   two_pass.shape = Shape::kRowInClusterRegisters;
   if (nktest::gpu_available()) {
     EXPECT_EQ(nktest::launch_quant(streaming), normkit::Status::kErrorUnsupportedShape);

@@ -749,6 +749,9 @@ TEST(Plan, LayerNormRowsQuantizedAcrossClusterRegisters) {
   // (524288), no clusters (A100), a fused add, or a static scale: not these parts.
   EXPECT_EQ(plan_of(per_row_ln(bf16_row(65832)), h200()).shape, Shape::kRowInCluster);
   EXPECT_NE(plan_of(per_row_ln(bf16_row(524288)), h200()).shape, Shape::kRowInClusterRegisters);
+  LaunchPlan past;  // forced too (Quant.BadScalesAndShapesAreRejected launches it): never at 8 slots
+  EXPECT_EQ(choose_plan(per_row_ln(bf16_row(524288)), h200(), Shape::kRowInClusterRegisters, &past),
+            Status::kErrorUnsupportedShape);
   EXPECT_EQ(plan_of(per_row_ln(bf16_row(65536)), a100()).shape, Shape::kRowInSmem);
   RowFormat fused = per_row_ln(bf16_row(65536));
   fused.plain_input = false;
