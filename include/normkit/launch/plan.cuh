@@ -203,10 +203,9 @@ constexpr bool allows_wide_four_slot_team(int row_reductions, int storage_bytes,
   return !allows_wide_slots(row_reductions, storage_bytes, vec) && vec * storage_bytes == 16;
 }
 
-/// The output quantizes or needs the whole row on chip (the `scaled_output`
-/// argument of the predicates below).
+/// The output quantizes or needs the whole row on chip (RowFormat's
+/// `quantized` and `needs_on_chip`, which the predicates below take).
 constexpr bool scaled_output(bool quantized, bool needs_on_chip) { return quantized || needs_on_chip; }
-inline bool scaled_output(const RowFormat& f) { return scaled_output(f.quantized, f.needs_on_chip); }
 
 /// Whether a problem's rows are held at 4 slots a thread across a cluster's
 /// registers with y held between the maximum's walk and the output's
@@ -231,7 +230,6 @@ constexpr bool per_row_four_slot_parts(int row_reductions, int storage_bytes, in
                                        bool plain_input) {
   return allows_wide_four_slot_team(row_reductions, storage_bytes, vec) && needs_on_chip && plain_input;
 }
-
 
 /// Rows that read x alone and quantize with a static scale (held across a
 /// cluster's registers: allows_cluster_register_slots): from RowFormat's
