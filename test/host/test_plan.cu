@@ -586,6 +586,9 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_EQ(f4.vecs, 4);
   fused_ln.cols = 524288;  // forced: 4-slot parts hold at most 8 x 1024 x 32 columns
   EXPECT_EQ(choose_plan(fused_ln, h200(), Shape::kRowInClusterRegisters, &f4), Status::kErrorUnsupportedShape);
+  // The predicates' arguments: (row_reductions, storage_bytes, vec,
+  // quantized, needs_on_chip, plain_input); per_row_four_slot_parts takes
+  // them without quantized.
   EXPECT_TRUE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false, false));
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, false, false, true));   // plain LayerNorm: 8 slots
   EXPECT_FALSE(normkit::detail::four_slot_cluster_parts(2, 2, 8, true, false, false));   // quantized
@@ -611,7 +614,6 @@ TEST(Plan, RowsKeptOnChipSplitAcrossAClusterInRegisters) {
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, false, false, false));
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, true));    // a static scale (change 163)
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true, true));     // per-row scales (change 172)
-  // (row_reductions, storage_bytes, vec, quantized, needs_on_chip, plain_input)
   EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, true, false));   // fused adds, scaled
   EXPECT_FALSE(normkit::detail::allows_cluster_register_slots(2, 2, 8, true, false, false));  // fused adds, static scale
   EXPECT_TRUE(normkit::detail::allows_cluster_register_slots(quant_row(two_pass_row(bf16_row(65536)))));
