@@ -11,6 +11,8 @@
 // last stage is BlockAllReduce's own (detail::reduce_warp_partials).
 #pragma once
 
+#include <type_traits>
+
 #include "../config.cuh"
 #include "../stats/row_stats.cuh"
 #include "block_reduce.cuh"
@@ -54,11 +56,12 @@ class PairedBlockAllReduce {
     return r;
   }
 
-  /// A value without parts: only for operators without order (see above),
-  /// for which a thread's two parts may both hold its value.
-  template <class T>
-  NORMKIT_DEVICE T all_reduce(T v, Max op) {
-    return all_reduce<T, Max>(Parts<T, 2>{{v, v}}, op);
+  /// A value without parts: only for operators without order (see above:
+  /// Max and NonNegativeMax), for which a thread's two parts may both hold
+  /// its value.
+  template <class T, class Op, std::enable_if_t<std::is_base_of_v<Max, Op>, int> = 0>
+  NORMKIT_DEVICE T all_reduce(T v, Op op) {
+    return all_reduce<T, Op>(Parts<T, 2>{{v, v}}, op);
   }
 
  private:
@@ -79,9 +82,9 @@ struct PairedGroupReducer {
   NORMKIT_DEVICE T all_reduce(const Parts<T, 2>& v, Op op) const {
     return WarpAllReduce<32>::all_reduce(op(v.part[0], v.part[1]), op, team);
   }
-  /// A value without parts: only for operators without order (Max).
-  template <class T>
-  NORMKIT_DEVICE T all_reduce(T v, Max op) const {
+  /// A value without parts: only for operators without order (Max and NonNegativeMax).
+  template <class T, class Op, std::enable_if_t<std::is_base_of_v<Max, Op>, int> = 0>
+  NORMKIT_DEVICE T all_reduce(T v, Op op) const {
     return WarpAllReduce<32>::all_reduce(v, op, team);
   }
 };

@@ -38,6 +38,11 @@ struct WarpAllReduce {
 
   template <class T, class Op>
   static NORMKIT_DEVICE T all_reduce(T v, Op op, int group = MAX_GROUP) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<Op, NonNegativeMax> && std::is_same_v<T, float> && MAX_GROUP == 32) {
+      if (group == 32) return __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(v)));
+    }
+#endif
 #pragma unroll
     for (int offset = MAX_GROUP / 2; offset > 0; offset >>= 1) {
       if (offset < group) v = op(v, detail::shfl_xor(v, offset));

@@ -295,7 +295,7 @@ NORMKIT_DEVICE RowStats row_stats_and_absmax(const typename Problem::Params& p, 
   } else {
     const RowStats st = Stats::compute(view, reducer, p.cols, p.eps);
     *amax = 0.f;
-    if constexpr (Problem::Output::kNeedsRowAbsMax) *amax = reducer.all_reduce(local_absmax(st), Max{});
+    if constexpr (Problem::Output::kNeedsRowAbsMax) *amax = reducer.all_reduce(local_absmax(st), NonNegativeMax{});
     return st;
   }
 }

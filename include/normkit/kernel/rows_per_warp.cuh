@@ -149,7 +149,7 @@ NORMKIT_DEVICE void normalize_held_part(
   } else if constexpr (kHoldsY) {
     st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
     const float m = transform_held_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, v, y, pre);
-    amax = reducer.all_reduce(m, Max{});
+    amax = reducer.all_reduce(m, NonNegativeMax{});
   } else {
     st = row_stats_and_absmax<Problem>(
         p, view, reducer,
