@@ -336,6 +336,55 @@ TEST(RowCounter, RowsComeFromTheCounter) {
         size_t(m) * 131072);
 }
 
+// Per-row-quantized LayerNorm rows across a cluster's registers take the
+// counter in CTAs of 512 threads (bf16 131072: clusters of 8) but run at the
+// fixed stride in CTAs of 1024 (262144: kernel::kRunsFixedTeam, change 177,
+// whose kernel compiles the counter out). A counter that starts at M: at
+// 131072 rows stay unwritten and it ends at zero; at 262144 every row is
+// written, the counter is left as it was and nothing is staggered. Both
+// with the fixed stride's bits (a counter from zero).
+TEST(RowCounter, PerRowLayerNormTakesItOnlyInCtasOf512) {
+  NK_REQUIRE_GPU();
+  if (!clusters_available()) GTEST_SKIP() << "no thread-block clusters on this device";
+  const int64_t m = nktest::quick_mode() ? 137 : 301;  // past twice the resident clusters
+  const uint64_t seed = nktest::fresh_seed();
+  DeviceBuffer x(m * 262144 * 2), y(m * 262144), w(262144 * 2), b(262144 * 2), scales(m * 4),
+      counter(2 * sizeof(uint32_t));
+  fill_random_bf16(x, seed);
+  fill_random_bf16(w, seed + 1);
+  fill_random_bf16(b, seed + 2);
+  for (const int64_t n : {int64_t{131072}, int64_t{262144}}) {
+    const std::string what = "per-row LayerNorm fp8 " + std::to_string(n);
+    nktest::QuantCall c = fp8_call(x, y, w, &scales, 0, m, n);
+    c.op = Op::kLayerNorm;
+    c.bias = b.data();
+    c.eps = 1e-5f;
+    normkit::LaunchPlan launched;
+    c.launched = &launched;
+    const bool fixed_stride = n == 262144;
+    std::vector<unsigned char> out;
+    uint32_t left[2] = {1, 1};
+    launch_with_counter_at_m(what, counted(c, nktest::launch_quant), m, counter, y, size_t(m) * n, &out, left);
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_EQ(launched.shape, normkit::Shape::kRowInClusterRegisters) << what;
+    EXPECT_EQ(launched.threads, fixed_stride ? 1024 : 512) << what;
+    int64_t poisoned_words = 0;
+    for (size_t i = 0; i + 1 < out.size(); i += 2) poisoned_words += out[i] == 0xFF && out[i + 1] == 0xFF;
+    if (fixed_stride) {
+      EXPECT_EQ(poisoned_words, 0) << what << ": rows left unwritten, so the counter was consulted";
+      EXPECT_EQ(left[0], static_cast<uint32_t>(m)) << what << ": the counter was touched";
+      EXPECT_EQ(left[1], 0u) << what << ": the counter was touched";
+      EXPECT_EQ(launched.start_stagger_cycles, 0u) << what << ": staggered without taking the counter";
+    } else {
+      EXPECT_GT(poisoned_words, 0) << what << ": every row was written, so the counter was not consulted";
+      EXPECT_EQ(left[0], 0u) << what << ": the counter was not left at zero";
+      EXPECT_EQ(left[1], 0u) << what << ": the counter was not left at zero";
+    }
+    c.launched = nullptr;
+    expect_same_with_counter(what, counted(c, nktest::launch_quant), {&y, &scales});
+  }
+}
+
 // Rolled rows (per-row fp8 bf16 65536: clusters of 2 CTAs of 512 threads)
 // take the counter, and the staggered start, only in calls of
 // kRollCounterMinRounds rows or more per resident cluster (change 141).

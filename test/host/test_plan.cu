@@ -1005,7 +1005,9 @@ TEST(StartStagger, NoneForShortCallsOneClusterOrUnreportedClocks) {
 // prefetching loop, the ring); never the checked plain loop or relayed rows,
 // which keep the fixed stride, where a late cluster would finish late. And
 // which take the counter only from kCounterMinRounds rows per resident
-// cluster: rolled rows (change 141), from kRollCounterMinRounds.
+// cluster: rolled rows (change 141), from kRollCounterMinRounds. The plain
+// loop launched at a TEAM of 1024 (per-row LayerNorm, kRunsFixedTeam:
+// change 177) takes no counter and does not wait.
 TEST(StartStagger, OnlyLoopsThatTakeTheCounterWait) {
   using normkit::kernel::kStaggersStart;
   using normkit::kernel::SmemLoop;
@@ -1036,6 +1038,17 @@ TEST(StartStagger, OnlyLoopsThatTakeTheCounterWait) {
   EXPECT_TRUE((kStaggersStart<Rms, true, kPrefetch, SmemLoop::kPrefetch>));
   EXPECT_TRUE((kStaggersStart<AddLn, true, kSplit, SmemLoop::kSplitPart>));
   EXPECT_TRUE((kStaggersStart<AddLn, false, kSplit, SmemLoop::kSplitPart>));  // split parts take the counter checked too
+  using LnFp8Row = normkit::detail::LayerQuantProblem<bf16, normkit::float8_e4m3, bf16,
+                                                      normkit::output::QuantDynamicRow<normkit::float8_e4m3>>;
+  using normkit::kernel::kRunsFixedTeam;
+  static_assert(!normkit::kernel::kRollsRows<LnFp8Row> && !normkit::kernel::kRelaysRows<LnFp8Row>);
+  EXPECT_TRUE((kRunsFixedTeam<LnFp8Row, true, 1024, SmemLoop::kNone>));   // per-row LayerNorm, CTAs of 1024
+  EXPECT_FALSE((kStaggersStart<LnFp8Row, true, 1024, SmemLoop::kNone>));
+  EXPECT_FALSE((kRunsFixedTeam<LnFp8Row, true, 0, SmemLoop::kNone>));     // CTAs of 512: the counter
+  EXPECT_TRUE((kStaggersStart<LnFp8Row, true, 0, SmemLoop::kNone>));
+  EXPECT_FALSE((kRunsFixedTeam<LnFp8Row, false, 1024, SmemLoop::kNone>));  // checked: fixed stride anyway
+  EXPECT_FALSE((kRunsFixedTeam<Fp8Row, true, 1024, SmemLoop::kNone>));    // rolled
+  EXPECT_FALSE((kRunsFixedTeam<RmsF32, true, 1024, SmemLoop::kNone>));    // relayed
   using normkit::kernel::kCounterMinRounds;
   constexpr int64_t kRolled = normkit::kernel::kRollCounterMinRounds;
   static_assert(kRolled > normkit::kernel::kStartStaggerMinRounds, "rolled rows lost with the counter at 4 rounds");

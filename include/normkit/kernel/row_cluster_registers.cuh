@@ -39,7 +39,8 @@
 // calls of kRollCounterMinRounds rows or more per resident cluster; the
 // checked plain loop and relayed rows keep the fixed stride (measured,
 // change 130: the checked loop lost 4 points with it at add + RMSNorm;
-// relayed rows not measured).
+// relayed rows not measured), and so do per-row-quantized LayerNorm rows
+// in CTAs of 1024 threads (kRunsFixedTeam: change 177).
 #pragma once
 
 #include <cstdint>
@@ -93,18 +94,36 @@ inline constexpr bool kRollsRows =
 /// take the one the plan chose (plan.cuh, cluster_ring_smem_bytes).
 enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 
+/// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> runs the
+/// plain loop's WHOLE form at the fixed stride, never taking the caller's
+/// row counter: rows that neither roll nor relay, launched at a CTA size
+/// known at compile time (TEAM > 0) in no loop of shared memory. The
+/// launcher instantiates it for per-row-quantized 16-bit LayerNorm rows in
+/// CTAs of 1024 threads (bf16 N = 262144 in clusters of 8: change 177),
+/// where the counter's state cost the kernel an 8-byte spill (a store and
+/// two loads a row a thread, through L2); without it, no spill, and on an H100 per-row
+/// fp8 262144 60.1% -> 64.5% of the copy, int8 59.1% -> 62.9%, where the
+/// counter alone gained nothing (experiment 176). In CTAs of 512 threads
+/// (65536, 131072: clusters of 4 and 8) the same rows keep the counter
+/// (TEAM 0): without it they lost 4-5 points even with the spill gone.
+template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
+inline constexpr bool kRunsFixedTeam =
+    LOOP == SmemLoop::kNone && WHOLE && TEAM > 0 && !kRollsRows<Problem> && !kRelaysRows<Problem>;
+
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> waits out
 /// its cluster's phase of the staggered start (start_stagger.cuh) before its
 /// first row: the loops that take their rows from the caller's row counter
 /// (the plain loop's WHOLE form, rolled rows, split parts, the prefetching
 /// loop, the ring). The checked loop and relayed rows keep the fixed stride
-/// without a wait: a cluster started late there would finish late. The
+/// without a wait: a cluster started late there would finish late, and so
+/// does the plain loop where it runs at the fixed stride (kRunsFixedTeam). The
 /// kernel compiles the wait in only where this holds (where it went unused
 /// it cost the checked loops, which spill, 0.5-1.3 points; device run 305),
 /// and the launcher computes the wait's step only for the instantiation it
 /// launches, from this same trait.
 template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
-inline constexpr bool kStaggersStart = LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem>);
+inline constexpr bool kStaggersStart =
+    (LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem>)) && !kRunsFixedTeam<Problem, WHOLE, TEAM, LOOP>;
 
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> runs the
 /// rolled loop (kRollsRows): WHOLE rows at a CTA size known at compile time,
@@ -139,7 +158,9 @@ inline constexpr int64_t kCounterMinRounds = kRunsRolled<Problem, WHOLE, TEAM, L
 /// 1024 threads (the launcher's choice), so that every slot's address is one
 /// base plus an immediate offset: at blockDim.x the addresses of the next
 /// row's slots cost 14% more instructions a row (per-row fp8, SASS), with it
-/// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop.
+/// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop. For
+/// WHOLE rows that neither roll nor relay, a TEAM > 0 runs the plain loop
+/// (still at blockDim.x) at the fixed stride (kRunsFixedTeam).
 /// LOOP: kRing, the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam),
 /// launched with ring_smem_bytes of dynamic shared memory (row_ring.cuh);
 /// kPrefetch, the prefetching loop (kPrefetchesRows, WHOLE, TEAM ==
@@ -226,8 +247,12 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
       rows.learn(reducer);
     }
   } else {
-    // WHOLE rows from the caller's counter, if any (see above).
-    detail::RowSchedule<1> rows(WHOLE ? p.row_counter : nullptr, reducer, blockIdx.x / csize, gridDim.x / csize);
+    // WHOLE rows from the caller's counter, if any (see above), but where
+    // the loop runs at the fixed stride (kRunsFixedTeam), which compiles the
+    // counter out.
+    constexpr bool kTakesCounter = WHOLE && !kRunsFixedTeam<Problem, WHOLE, TEAM, LOOP>;
+    detail::RowSchedule<1> rows(kTakesCounter ? p.row_counter : nullptr, reducer, blockIdx.x / csize,
+                                gridDim.x / csize);
     for (; rows.row() < p.rows; rows.advance()) {
       rows.draw(reducer);
       detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
@@ -235,7 +260,9 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
       rows.learn(reducer);
     }
   }
-  detail::retire_row_counter(p.row_counter, reducer, gridDim.x / csize);
+  if constexpr (!kRunsFixedTeam<Problem, WHOLE, TEAM, LOOP>) {
+    detail::retire_row_counter(p.row_counter, reducer, gridDim.x / csize);
+  }
   reducer.finish();
 }
 

@@ -133,6 +133,12 @@ struct Launcher {
   /// Whether the plan may hold those 4-slot parts as split 8-slot ones
   /// (kernel::kSplitsParts; only then are those kernels instantiated).
   static constexpr bool kSplitsParts = kFourSlotClusterParts && kernel::kSplitsParts<Problem>;
+  /// Whether this problem's 4-slot parts run at the fixed stride in CTAs of
+  /// 1024 threads (kernel::kRunsFixedTeam, launched as that TEAM): rows that
+  /// need their maximum and do not roll (per-row-quantized 16-bit LayerNorm:
+  /// change 177). Fused adds' 4-slot parts keep the counter (change 131).
+  static constexpr bool kFixedStrideFullTeam =
+      kFourSlotClusterParts && Problem::Output::kNeedsRowAbsMax && !kernel::kRollsRows<Problem>;
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
@@ -409,6 +415,12 @@ struct Launcher {
         }
       }
       if constexpr (!kCheckedOnly) {
+        constexpr int kFullTeam = kernel::kClusterRegistersMaxThreads;
+        if constexpr (kFixedStrideFullTeam) {
+          if (p.whole_access && plan.threads == kFullTeam) {
+            return launch_cluster_loop<V, true, kFullTeam>(p, plan, smem, device, caps, stream);
+          }
+        }
         if (p.whole_access) return launch_cluster_loop<V, true>(p, plan, smem, device, caps, stream);
       }
       return launch_cluster_loop<V, false>(p, plan, smem, device, caps, stream);
