@@ -1049,6 +1049,11 @@ TEST(StartStagger, OnlyLoopsThatTakeTheCounterWait) {
   EXPECT_FALSE((kRunsFixedTeam<LnFp8Row, false, 1024, SmemLoop::kNone>));  // checked: fixed stride anyway
   EXPECT_FALSE((kRunsFixedTeam<Fp8Row, true, 1024, SmemLoop::kNone>));    // rolled
   EXPECT_FALSE((kRunsFixedTeam<RmsF32, true, 1024, SmemLoop::kNone>));    // relayed
+  EXPECT_FALSE((kRunsFixedTeam<AddLn, true, 1024, SmemLoop::kNone>));     // no maximum: fused adds keep the counter
+  // The launcher launches that TEAM for exactly these rows.
+  EXPECT_TRUE(normkit::detail::Launcher<LnFp8Row>::kFixedStrideFullTeam);
+  EXPECT_FALSE(normkit::detail::Launcher<AddLn>::kFixedStrideFullTeam);
+  EXPECT_FALSE(normkit::detail::Launcher<Fp8Row>::kFixedStrideFullTeam);
   using normkit::kernel::kCounterMinRounds;
   constexpr int64_t kRolled = normkit::kernel::kRollCounterMinRounds;
   static_assert(kRolled > normkit::kernel::kStartStaggerMinRounds, "rolled rows lost with the counter at 4 rounds");

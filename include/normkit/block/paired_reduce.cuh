@@ -25,7 +25,7 @@ NORMKIT_NAMESPACE_BEGIN
 /// MAX_THREADS / 2), each holding two threads' values of a CTA of 2 *
 /// blockDim.x threads. Every thread must call it. Plain values (one per
 /// thread) may be reduced only with operators whose result has no order
-/// (Max).
+/// (Max, NonNegativeMax).
 template <int MAX_THREADS = 1024>
 class PairedBlockAllReduce {
   static_assert(MAX_THREADS % 64 == 0 && MAX_THREADS >= 64 && MAX_THREADS <= 1024,

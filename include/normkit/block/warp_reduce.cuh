@@ -1,6 +1,6 @@
 // normkit/block/warp_reduce.cuh: all-reduce by shuffles within groups of 1 to
 // 32 lanes (aligned groups of a power-of-two width), so that several short
-// rows can share one warp.
+// rows can share one warp; a whole warp's NonNegativeMax by one redux.sync.
 #pragma once
 
 #include <type_traits>

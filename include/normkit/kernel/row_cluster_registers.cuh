@@ -96,7 +96,7 @@ enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> runs the
 /// plain loop's WHOLE form at the fixed stride, never taking the caller's
-/// row counter: rows that neither roll nor relay, launched at a CTA size
+/// row counter: rows that need their maximum but neither roll nor relay, launched at a CTA size
 /// known at compile time (TEAM > 0) in no loop of shared memory. The
 /// launcher instantiates it for per-row-quantized 16-bit LayerNorm rows in
 /// CTAs of 1024 threads (bf16 N = 262144 in clusters of 8: change 177),
@@ -107,8 +107,9 @@ enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 /// (65536, 131072: clusters of 4 and 8) the same rows keep the counter
 /// (TEAM 0): without it they lost 4-5 points even with the spill gone.
 template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
-inline constexpr bool kRunsFixedTeam =
-    LOOP == SmemLoop::kNone && WHOLE && TEAM > 0 && !kRollsRows<Problem> && !kRelaysRows<Problem>;
+inline constexpr bool kRunsFixedTeam = LOOP == SmemLoop::kNone && WHOLE && TEAM > 0 &&
+                                       Problem::Output::kNeedsRowAbsMax && !kRollsRows<Problem> &&
+                                       !kRelaysRows<Problem>;
 
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> waits out
 /// its cluster's phase of the staggered start (start_stagger.cuh) before its

@@ -279,7 +279,9 @@ NORMKIT_DEVICE RowStats stats_with_row_max(const typename Problem::Params& p, co
 
 /// A row's statistics and, for outputs that need it (kNeedsRowAbsMax), its
 /// max|y| in *amax (0 otherwise). local_absmax(st) returns this thread's
-/// max|y| over its share of the row for statistics st (absmax_slots). Fused
+/// max|y| over its share of the row for statistics st (absmax_slots): a
+/// non-negative, non-NaN float folded by fmaxf from +0 (fold_absmax), as the
+/// reduction's NonNegativeMax requires (-inf's bits would win it). Fused
 /// (kFusedRowMax), it is called with RowStats::unit() (max|epilogue(x)|)
 /// before the statistics and reduced with them; otherwise after them, with a
 /// reduction of its own. (Skipping the unit normalization, one fma per

@@ -126,7 +126,8 @@ NORMKIT_DEVICE void normalize_held_part(
   // Up to 4 slots a thread, unpaired: the held y doubles what a slot takes
   // in registers; the WHOLE 4-slot kernels of row_per_block fit it in 64
   // without a spill (row_cluster_registers' spill 8 bytes with the
-  // cluster's reducer, 24 checked: change 172), and 5 and 8 slots and the
+  // cluster's reducer and row counter in CTAs of 512, none at the fixed
+  // stride in CTAs of 1024 since change 177, 24 checked: change 172), and 5 and 8 slots and the
   // paired forms were not tried with it.
   constexpr bool kHoldsY = Problem::Output::kNeedsRowAbsMax &&
                            !kFusedRowMax<Problem, View, Reducer> && PARTS == 1 && !ROLL && VECS <= 4;

@@ -18,8 +18,10 @@
 // loop's WHOLE form, split parts, the prefetching loop, the ring, rolled
 // rows; the ring in clusters of 2, staggered since change 132, takes the
 // counter since change 137, rolled rows both since change 141, in calls of
-// kRollCounterMinRounds rows per cluster or more). The checked loop and
-// relayed rows start together.
+// kRollCounterMinRounds rows per cluster or more). The checked loop,
+// relayed rows and the plain loop where it runs at the fixed stride
+// (per-row LayerNorm in CTAs of 1024 threads, kRunsFixedTeam: change 177)
+// start together.
 //
 // The bits do not change: the delay only moves when rows run.
 #pragma once

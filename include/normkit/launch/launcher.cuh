@@ -58,7 +58,8 @@ struct LaunchOptions {
   /// register-held cluster rows (Shape::kRowInClusterRegisters) that are
   /// slot-aligned or split (row_cluster_registers.cuh says which loops;
   /// rolled rows only in calls of kernel::kRollCounterMinRounds, 6, rows or
-  /// more per resident cluster); every other shape and loop ignores it. Not
+  /// more per resident cluster; not per-row-quantized LayerNorm rows in CTAs
+  /// of 1024 threads, kernel::kRunsFixedTeam); every other shape and loop ignores it. Not
   /// 4-byte aligned, or sharing a byte with x, y, mean, rstd, a residual,
   /// per-row scales or the weight or bias: kErrorInvalidWorkspace from any
   /// call that would launch, before any CUDA call (a call with no rows, or a
@@ -417,6 +418,8 @@ struct Launcher {
       if constexpr (!kCheckedOnly) {
         constexpr int kFullTeam = kernel::kClusterRegistersMaxThreads;
         if constexpr (kFixedStrideFullTeam) {
+          static_assert(kernel::kRunsFixedTeam<Problem, true, kFullTeam, SmemLoop::kNone>,
+                        "normkit: kFixedStrideFullTeam and kernel::kRunsFixedTeam must name the same rows");
           if (p.whole_access && plan.threads == kFullTeam) {
             return launch_cluster_loop<V, true, kFullTeam>(p, plan, smem, device, caps, stream);
           }

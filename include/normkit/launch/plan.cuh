@@ -213,7 +213,8 @@ constexpr bool scaled_output(bool quantized, bool needs_on_chip) { return quanti
 /// rows of plain 16-bit x that allows_wide_four_slot_team admits (16-bit
 /// LayerNorm) whose output needs the row's maximum (per-row scales), whose
 /// walk for it is a walk of its own (LayerNorm's bias). ptxas (sm_90): 64
-/// registers, 8 bytes of spills WHOLE, 24 checked. Measured on an H100
+/// registers, 8 bytes of spills WHOLE (none in CTAs of 1024, which run at
+/// the fixed stride since change 177), 24 checked. Measured on an H100
 /// (docs/performance.md, experiment 171, landed as change 172), bf16 to fp8
 /// (int8 within 1.6 points) against staging: N = 65536 62.6% -> 74.9% of
 /// the copy in clusters of 4 CTAs of 512 threads (73.4% in 2 of 1024),
