@@ -110,6 +110,14 @@ bool clusters_available() {
          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
 }
 
+// The 2-byte words of `out` still holding launch_with_counter_at_m's poison:
+// two 0xFF bytes, a bf16 NaN or two e4m3 NaNs, which no row writes.
+int64_t poisoned_words(const std::vector<unsigned char>& out) {
+  int64_t words = 0;
+  for (size_t i = 0; i + 1 < out.size(); i += 2) words += out[i] == 0xFF && out[i + 1] == 0xFF;
+  return words;
+}
+
 // launch(counter) with a counter that starts at `m` (a caller's error, on
 // purpose: its tickets name only rows past a batch of m rows) over y
 // poisoned with 0xFF; then the first `y_bytes` of y (the bytes the call
@@ -305,10 +313,7 @@ TEST(RowCounter, RowsComeFromTheCounter) {
     uint32_t left[2] = {1, 1};
     launch_with_counter_at_m(what, launch, m, counter, y, y_bytes, &out, left);
     if (::testing::Test::HasFatalFailure()) return;
-    // Two 0xFF bytes: a bf16 NaN, or two e4m3 NaNs, which no row writes.
-    int64_t poisoned_words = 0;
-    for (size_t i = 0; i + 1 < out.size(); i += 2) poisoned_words += out[i] == 0xFF && out[i + 1] == 0xFF;
-    EXPECT_GT(poisoned_words, 0) << what << ": every row was written, so the counter was not consulted";
+    EXPECT_GT(poisoned_words(out), 0) << what << ": every row was written, so the counter was not consulted";
     EXPECT_EQ(left[0], 0u) << what << ": the counter was not left at zero";
     EXPECT_EQ(left[1], 0u) << what << ": the counter was not left at zero";
   };
@@ -368,15 +373,13 @@ TEST(RowCounter, PerRowLayerNormTakesItOnlyInCtasOf512) {
     if (::testing::Test::HasFatalFailure()) return;
     EXPECT_EQ(launched.shape, normkit::Shape::kRowInClusterRegisters) << what;
     EXPECT_EQ(launched.threads, fixed_stride ? 1024 : 512) << what;
-    int64_t poisoned_words = 0;
-    for (size_t i = 0; i + 1 < out.size(); i += 2) poisoned_words += out[i] == 0xFF && out[i + 1] == 0xFF;
     if (fixed_stride) {
-      EXPECT_EQ(poisoned_words, 0) << what << ": rows left unwritten, so the counter was consulted";
+      EXPECT_EQ(poisoned_words(out), 0) << what << ": rows left unwritten, so the counter was consulted";
       EXPECT_EQ(left[0], static_cast<uint32_t>(m)) << what << ": the counter was touched";
       EXPECT_EQ(left[1], 0u) << what << ": the counter was touched";
       EXPECT_EQ(launched.start_stagger_cycles, 0u) << what << ": staggered without taking the counter";
     } else {
-      EXPECT_GT(poisoned_words, 0) << what << ": every row was written, so the counter was not consulted";
+      EXPECT_GT(poisoned_words(out), 0) << what << ": every row was written, so the counter was not consulted";
       EXPECT_EQ(left[0], 0u) << what << ": the counter was not left at zero";
       EXPECT_EQ(left[1], 0u) << what << ": the counter was not left at zero";
     }

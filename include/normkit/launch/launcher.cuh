@@ -135,11 +135,12 @@ struct Launcher {
   /// (kernel::kSplitsParts; only then are those kernels instantiated).
   static constexpr bool kSplitsParts = kFourSlotClusterParts && kernel::kSplitsParts<Problem>;
   /// Whether this problem's 4-slot parts run at the fixed stride in CTAs of
-  /// 1024 threads (kernel::kRunsFixedTeam, launched as that TEAM): rows that
-  /// need their maximum and do not roll (per-row-quantized 16-bit LayerNorm:
+  /// 1024 threads, launched as that TEAM (kernel::kRunsFixedTeam: rows that
+  /// need their maximum and do not roll, per-row-quantized 16-bit LayerNorm;
   /// change 177). Fused adds' 4-slot parts keep the counter (change 131).
   static constexpr bool kFixedStrideFullTeam =
-      kFourSlotClusterParts && Problem::Output::kNeedsRowAbsMax && !kernel::kRollsRows<Problem>;
+      kFourSlotClusterParts && kernel::kRunsFixedTeam<Problem, true, kernel::kClusterRegistersMaxThreads,
+                                                      kernel::SmemLoop::kNone>;
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
@@ -418,8 +419,6 @@ struct Launcher {
       if constexpr (!kCheckedOnly) {
         constexpr int kFullTeam = kernel::kClusterRegistersMaxThreads;
         if constexpr (kFixedStrideFullTeam) {
-          static_assert(kernel::kRunsFixedTeam<Problem, true, kFullTeam, SmemLoop::kNone>,
-                        "normkit: kFixedStrideFullTeam and kernel::kRunsFixedTeam must name the same rows");
           if (p.whole_access && plan.threads == kFullTeam) {
             return launch_cluster_loop<V, true, kFullTeam>(p, plan, smem, device, caps, stream);
           }
