@@ -343,7 +343,7 @@ TEST(RowCounter, RowsComeFromTheCounter) {
 
 // Per-row-quantized LayerNorm rows across a cluster's registers take the
 // counter in CTAs of 512 threads (bf16 131072: clusters of 8) but run at the
-// fixed stride in CTAs of 1024 (262144: kernel::kRunsFixedTeam, change 177,
+// fixed stride in CTAs of 1024 (262144: RowHandout::kFixedStride, change 177,
 // whose kernel compiles the counter out). A counter that starts at M: at
 // 131072 rows stay unwritten and it ends at zero; at 262144 every row is
 // written, the counter is left as it was and nothing is staggered. Both

@@ -997,19 +997,20 @@ TEST(StartStagger, NoneForShortCallsOneClusterOrUnreportedClocks) {
   EXPECT_EQ(start_stagger_cycles(1024, 30, 0.0, 4915.2, 1980000), 0u);
 }
 
-// Which row_cluster_registers loops wait for the staggered start
-// (kernel::kStaggersStart: the kernel compiles the wait by it, and the
-// launcher computes the step by it for the instantiation it launches): the
-// loops that take their rows from the counter (the plain loop's WHOLE form,
-// rolled rows since change 141, split parts WHOLE or checked, the
-// prefetching loop, the ring); never the checked plain loop or relayed rows,
-// which keep the fixed stride, where a late cluster would finish late. And
-// which take the counter only from kCounterMinRounds rows per resident
-// cluster: rolled rows (change 141), from kRollCounterMinRounds. The plain
-// loop launched at a TEAM of 1024 (per-row LayerNorm, kRunsFixedTeam:
-// change 177) takes no counter and does not wait.
+// Which row_cluster_registers loops take the caller's counter, and so wait
+// for the staggered start (kernel::kTakesCounter: the kernel compiles the
+// draw and the wait by it, and the launcher computes the step by it for the
+// instantiation it launches): the plain loop's WHOLE form, rolled rows
+// (since change 141), split parts WHOLE or checked, the prefetching loop,
+// the ring; never the checked plain loop or relayed rows, which keep the
+// fixed stride, where a late cluster would finish late, nor the plain loop
+// launched at RowHandout::kFixedStride (per-row LayerNorm in CTAs of 1024
+// threads, kernel::kFixedStrideInFullCtas: change 177). And which take it
+// only from kCounterMinRounds rows per resident cluster: rolled rows
+// (change 141), from kRollCounterMinRounds.
 TEST(StartStagger, OnlyLoopsThatTakeTheCounterWait) {
-  using normkit::kernel::kStaggersStart;
+  using normkit::kernel::kTakesCounter;
+  using normkit::kernel::RowHandout;
   using normkit::kernel::SmemLoop;
   using bf16 = normkit::bfloat16;
   using Rms = normkit::detail::RmsNormProblem<bf16, bf16, bf16>;
@@ -1021,40 +1022,41 @@ TEST(StartStagger, OnlyLoopsThatTakeTheCounterWait) {
   // What the cases below stand for: fp32 RMSNorm rows relay, per-row fp8 ones roll.
   static_assert(normkit::kernel::kRelaysRows<RmsF32> && !normkit::kernel::kRelaysRows<Rms>);
   static_assert(normkit::kernel::kRollsRows<Fp8Row> && !normkit::kernel::kRollsRows<Rms>);
-  constexpr int kRing = normkit::kernel::kRingTeam;
-  constexpr int kPrefetch = normkit::kernel::kPrefetchTeam;
-  constexpr int kSplit = normkit::kernel::kSplitPartTeam;
-  EXPECT_TRUE((kStaggersStart<Rms, true, 0, SmemLoop::kNone>));       // the plain loop, WHOLE
-  EXPECT_FALSE((kStaggersStart<Rms, false, 0, SmemLoop::kNone>));     // the checked loop
-  EXPECT_TRUE((kStaggersStart<AddRms, true, 0, SmemLoop::kNone>));
-  EXPECT_FALSE((kStaggersStart<AddRms, false, 0, SmemLoop::kNone>));
-  EXPECT_FALSE((kStaggersStart<RmsF32, true, 0, SmemLoop::kNone>));   // relayed
-  EXPECT_TRUE((kStaggersStart<Fp8Row, true, 1024, SmemLoop::kNone>));  // rolled
-  EXPECT_TRUE((kStaggersStart<Fp8Row, true, 512, SmemLoop::kNone>));
-  EXPECT_TRUE((kStaggersStart<Fp8Row, true, 0, SmemLoop::kNone>));  // not rolled: the plain loop
-  EXPECT_FALSE((kStaggersStart<Fp8Row, false, 0, SmemLoop::kNone>));
-  EXPECT_TRUE((kStaggersStart<Fp8Row, true, kRing, SmemLoop::kRing>));  // the ring, any cluster
-  EXPECT_TRUE((kStaggersStart<Rms, true, kRing, SmemLoop::kRing>));
-  EXPECT_TRUE((kStaggersStart<Rms, true, kPrefetch, SmemLoop::kPrefetch>));
-  EXPECT_TRUE((kStaggersStart<AddLn, true, kSplit, SmemLoop::kSplitPart>));
-  EXPECT_TRUE((kStaggersStart<AddLn, false, kSplit, SmemLoop::kSplitPart>));  // split parts take the counter checked too
+  EXPECT_TRUE((kTakesCounter<Rms, true, SmemLoop::kNone>));     // the plain loop, WHOLE
+  EXPECT_FALSE((kTakesCounter<Rms, false, SmemLoop::kNone>));   // the checked loop
+  EXPECT_TRUE((kTakesCounter<AddRms, true, SmemLoop::kNone>));
+  EXPECT_FALSE((kTakesCounter<AddRms, false, SmemLoop::kNone>));
+  EXPECT_FALSE((kTakesCounter<RmsF32, true, SmemLoop::kNone>));  // relayed
+  EXPECT_TRUE((kTakesCounter<Fp8Row, true, SmemLoop::kNone>));   // rolled (TEAM 512 or 1024) or plain (TEAM 0)
+  EXPECT_FALSE((kTakesCounter<Fp8Row, false, SmemLoop::kNone>));
+  EXPECT_TRUE((kTakesCounter<Fp8Row, true, SmemLoop::kRing>));  // the ring, any cluster
+  EXPECT_TRUE((kTakesCounter<Rms, true, SmemLoop::kRing>));
+  EXPECT_TRUE((kTakesCounter<Rms, true, SmemLoop::kPrefetch>));
+  EXPECT_TRUE((kTakesCounter<AddLn, true, SmemLoop::kSplitPart>));
+  EXPECT_TRUE((kTakesCounter<AddLn, false, SmemLoop::kSplitPart>));  // split parts take the counter checked too
   using LnFp8Row = normkit::detail::LayerQuantProblem<bf16, normkit::float8_e4m3, bf16,
                                                       normkit::output::QuantDynamicRow<normkit::float8_e4m3>>;
-  using normkit::kernel::kRunsFixedTeam;
   static_assert(!normkit::kernel::kRollsRows<LnFp8Row> && !normkit::kernel::kRelaysRows<LnFp8Row>);
-  EXPECT_TRUE((kRunsFixedTeam<LnFp8Row, true, 1024, SmemLoop::kNone>));   // per-row LayerNorm, CTAs of 1024
-  EXPECT_FALSE((kStaggersStart<LnFp8Row, true, 1024, SmemLoop::kNone>));
-  EXPECT_FALSE((kRunsFixedTeam<LnFp8Row, true, 0, SmemLoop::kNone>));     // CTAs of 512: the counter
-  EXPECT_TRUE((kStaggersStart<LnFp8Row, true, 0, SmemLoop::kNone>));
-  EXPECT_FALSE((kRunsFixedTeam<LnFp8Row, false, 1024, SmemLoop::kNone>));  // checked: fixed stride anyway
-  EXPECT_FALSE((kRunsFixedTeam<Fp8Row, true, 1024, SmemLoop::kNone>));    // rolled
-  EXPECT_FALSE((kRunsFixedTeam<RmsF32, true, 1024, SmemLoop::kNone>));    // relayed
-  EXPECT_FALSE((kRunsFixedTeam<AddLn, true, 1024, SmemLoop::kNone>));     // no maximum: fused adds keep the counter
-  // The launcher launches that TEAM for exactly these rows.
+  constexpr RowHandout kFixed = RowHandout::kFixedStride;
+  EXPECT_FALSE((kTakesCounter<LnFp8Row, true, SmemLoop::kNone, kFixed>));  // per-row LayerNorm, CTAs of 1024
+  EXPECT_TRUE((kTakesCounter<LnFp8Row, true, SmemLoop::kNone>));           // CTAs of 512: the counter
+  EXPECT_FALSE((kTakesCounter<Rms, true, SmemLoop::kNone, kFixed>));       // the handout alone decides
+  // The rows the launcher hands out at the fixed stride in CTAs of 1024.
+  using normkit::kernel::kFixedStrideInFullCtas;
+  EXPECT_TRUE(kFixedStrideInFullCtas<LnFp8Row>);
+  EXPECT_FALSE(kFixedStrideInFullCtas<Fp8Row>);  // rolled
+  EXPECT_FALSE(kFixedStrideInFullCtas<RmsF32>);  // relayed
+  EXPECT_FALSE(kFixedStrideInFullCtas<AddLn>);   // no maximum: fused adds keep the counter
+  EXPECT_FALSE(kFixedStrideInFullCtas<Rms>);
+  // The launcher launches that handout for exactly these rows (where it
+  // holds 4-slot parts).
   EXPECT_TRUE(normkit::detail::Launcher<LnFp8Row>::kFixedStrideFullTeam);
   EXPECT_FALSE(normkit::detail::Launcher<AddLn>::kFixedStrideFullTeam);
   EXPECT_FALSE(normkit::detail::Launcher<Fp8Row>::kFixedStrideFullTeam);
   using normkit::kernel::kCounterMinRounds;
+  constexpr int kRing = normkit::kernel::kRingTeam;
+  constexpr int kPrefetch = normkit::kernel::kPrefetchTeam;
+  constexpr int kSplit = normkit::kernel::kSplitPartTeam;
   constexpr int64_t kRolled = normkit::kernel::kRollCounterMinRounds;
   static_assert(kRolled > normkit::kernel::kStartStaggerMinRounds, "rolled rows lost with the counter at 4 rounds");
   EXPECT_EQ((kCounterMinRounds<Fp8Row, true, 512, SmemLoop::kNone>), kRolled);  // rolled

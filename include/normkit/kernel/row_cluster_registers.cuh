@@ -40,7 +40,8 @@
 // checked plain loop and relayed rows keep the fixed stride (measured,
 // change 130: the checked loop lost 4 points with it at add + RMSNorm;
 // relayed rows not measured), and so do per-row-quantized LayerNorm rows
-// in CTAs of 1024 threads (kRunsFixedTeam: change 177).
+// in CTAs of 1024 threads (RowHandout::kFixedStride, kFixedStrideInFullCtas:
+// change 177).
 #pragma once
 
 #include <cstdint>
@@ -94,37 +95,43 @@ inline constexpr bool kRollsRows =
 /// take the one the plan chose (plan.cuh, cluster_ring_smem_bytes).
 enum class SmemLoop { kNone, kRing, kPrefetch, kSplitPart };
 
-/// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> runs the
-/// plain loop's WHOLE form at the fixed stride, never taking the caller's
-/// row counter: rows that need their maximum but neither roll nor relay, launched at a CTA size
-/// known at compile time (TEAM > 0) in no loop of shared memory. The
-/// launcher instantiates it for per-row-quantized 16-bit LayerNorm rows in
-/// CTAs of 1024 threads (bf16 N = 262144 in clusters of 8: change 177),
-/// where the counter's state cost the kernel an 8-byte spill (a store and
-/// two loads a row a thread, through L2); without it, no spill, and on an H100 per-row
-/// fp8 262144 60.1% -> 64.5% of the copy, int8 59.1% -> 62.9%, where the
-/// counter alone gained nothing (experiment 176). In CTAs of 512 threads
-/// (65536, 131072: clusters of 4 and 8) the same rows keep the counter
-/// (TEAM 0): without it they lost 4-5 points even with the spill gone.
-template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
-inline constexpr bool kRunsFixedTeam = LOOP == SmemLoop::kNone && WHOLE && TEAM > 0 &&
-                                       Problem::Output::kNeedsRowAbsMax && !kRollsRows<Problem> &&
-                                       !kRelaysRows<Problem>;
+/// How row_cluster_registers' plain WHOLE loop hands out rows (its HANDOUT):
+/// from the caller's row counter, where one is given (kCounter), or by the
+/// fixed stride with the counter compiled out (kFixedStride). The other
+/// loops hand out rows one way each (kTakesCounter).
+enum class RowHandout { kCounter, kFixedStride };
 
-/// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> waits out
-/// its cluster's phase of the staggered start (start_stagger.cuh) before its
-/// first row: the loops that take their rows from the caller's row counter
-/// (the plain loop's WHOLE form, rolled rows, split parts, the prefetching
-/// loop, the ring). The checked loop and relayed rows keep the fixed stride
-/// without a wait: a cluster started late there would finish late, and so
-/// does the plain loop where it runs at the fixed stride (kRunsFixedTeam). The
-/// kernel compiles the wait in only where this holds (where it went unused
-/// it cost the checked loops, which spill, 0.5-1.3 points; device run 305),
-/// and the launcher computes the wait's step only for the instantiation it
+/// The rows whose plain WHOLE loop the launcher runs at the fixed stride
+/// (RowHandout::kFixedStride) in CTAs of 1024 threads: rows that need their
+/// maximum but neither roll nor relay, per-row-quantized 16-bit LayerNorm
+/// (bf16 N = 262144 in clusters of 8: change 177). There the counter's
+/// state cost the kernel an 8-byte spill (a store and two loads a row a
+/// thread, through L2); without it, no spill, and on an H100 per-row fp8
+/// 262144 60.1% -> 64.5% of the copy, int8 59.1% -> 62.9%, where the counter
+/// alone gained nothing (experiment 176). In CTAs of 512 threads (65536,
+/// 131072: clusters of 4 and 8) the same rows keep the counter: without it
+/// they lost 4-5 points even with the spill gone.
+template <class Problem>
+inline constexpr bool kFixedStrideInFullCtas =
+    Problem::Output::kNeedsRowAbsMax && !kRollsRows<Problem> && !kRelaysRows<Problem>;
+
+/// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP, HANDOUT>
+/// takes its rows from the caller's row counter (where one is given): the
+/// loops of shared memory (split parts WHOLE or checked, the prefetching
+/// loop, the ring), rolled rows, and the plain loop's WHOLE form unless its
+/// HANDOUT is the fixed stride. The checked plain loop and relayed rows keep
+/// the fixed stride (measured, change 130: the checked loop lost 4 points
+/// with the counter at add + RMSNorm; relayed rows not measured). Such
+/// loops also wait out their cluster's phase of the staggered start
+/// (start_stagger.cuh): a cluster started late takes fewer rows, where at
+/// the fixed stride it would finish late. The kernel compiles the draw and
+/// the wait in only where this holds (where the wait went unused it cost
+/// the checked loops, which spill, 0.5-1.3 points; device run 305), and the
+/// launcher computes the wait's step only for the instantiation it
 /// launches, from this same trait.
-template <class Problem, bool WHOLE, int TEAM, SmemLoop LOOP>
-inline constexpr bool kStaggersStart =
-    (LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem>)) && !kRunsFixedTeam<Problem, WHOLE, TEAM, LOOP>;
+template <class Problem, bool WHOLE, SmemLoop LOOP, RowHandout HANDOUT = RowHandout::kCounter>
+inline constexpr bool kTakesCounter =
+    HANDOUT == RowHandout::kCounter && (LOOP != SmemLoop::kNone || (WHOLE && !kRelaysRows<Problem>));
 
 /// Whether row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> runs the
 /// rolled loop (kRollsRows): WHOLE rows at a CTA size known at compile time,
@@ -159,9 +166,7 @@ inline constexpr int64_t kCounterMinRounds = kRunsRolled<Problem, WHOLE, TEAM, L
 /// 1024 threads (the launcher's choice), so that every slot's address is one
 /// base plus an immediate offset: at blockDim.x the addresses of the next
 /// row's slots cost 14% more instructions a row (per-row fp8, SASS), with it
-/// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop. For
-/// WHOLE rows that neither roll nor relay, a TEAM > 0 runs the plain loop
-/// (still at blockDim.x) at the fixed stride (kRunsFixedTeam).
+/// 3% fewer than the plain loop. 0: blockDim.x, and the plain loop.
 /// LOOP: kRing, the ring's loop (kRingsRows, WHOLE, TEAM == kRingTeam),
 /// launched with ring_smem_bytes of dynamic shared memory (row_ring.cuh);
 /// kPrefetch, the prefetching loop (kPrefetchesRows, WHOLE, TEAM ==
@@ -169,7 +174,12 @@ inline constexpr int64_t kCounterMinRounds = kRunsRolled<Problem, WHOLE, TEAM, L
 /// kSplitPart, split parts (kSplitsParts, VECS == kSplitPartVecs, TEAM ==
 /// kSplitPartTeam, WHOLE or checked), with split_part_smem_bytes
 /// (row_split_part.cuh).
-template <class Problem, int VECS, bool WHOLE, int TEAM = 0, SmemLoop LOOP = SmemLoop::kNone>
+/// HANDOUT: kFixedStride for the plain WHOLE loop (TEAM 0, LOOP kNone, rows
+/// that neither roll nor relay) at the fixed stride with the counter
+/// compiled out (kFixedStrideInFullCtas); kCounter for every other
+/// instantiation (kTakesCounter says which loops then take it).
+template <class Problem, int VECS, bool WHOLE, int TEAM = 0, SmemLoop LOOP = SmemLoop::kNone,
+          RowHandout HANDOUT = RowHandout::kCounter>
 __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
     row_cluster_registers(const __grid_constant__ typename Problem::Params p, int64_t part) {
   using Reducer = ClusterAllReduce<BlockAllReduce<kClusterRegistersMaxThreads>>;
@@ -180,9 +190,13 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
   // The parts are whole (see above): the checked form needs no bounds, only
   // narrower accesses (detail::kEverySlotValid).
   const int64_t cols = WHOLE ? part : detail::kEverySlotValid;
+  static_assert(HANDOUT == RowHandout::kCounter ||
+                    (WHOLE && TEAM == 0 && LOOP == SmemLoop::kNone && !kRelaysRows<Problem>),
+                "normkit: only the plain WHOLE loop (TEAM 0, SmemLoop::kNone, rows that do not relay) runs at "
+                "RowHandout::kFixedStride; launch the others with RowHandout::kCounter");
   // Clusters of a counted call start staggered (start_stagger.cuh), in the
-  // loops kStaggersStart names.
-  if constexpr (kStaggersStart<Problem, WHOLE, TEAM, LOOP>) {
+  // loops that take the counter.
+  if constexpr (kTakesCounter<Problem, WHOLE, LOOP, HANDOUT>) {
     detail::stagger_start(p.start_stagger_cycles, blockIdx.x / csize);
   }
   // Rows that need their maximum (per-row quantization) take row_per_block's
@@ -248,12 +262,10 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
       rows.learn(reducer);
     }
   } else {
-    // WHOLE rows from the caller's counter, if any (see above), but where
-    // the loop runs at the fixed stride (kRunsFixedTeam), which compiles the
-    // counter out.
-    constexpr bool kTakesCounter = WHOLE && !kRunsFixedTeam<Problem, WHOLE, TEAM, LOOP>;
-    detail::RowSchedule<1> rows(kTakesCounter ? p.row_counter : nullptr, reducer, blockIdx.x / csize,
-                                gridDim.x / csize);
+    // WHOLE rows from the caller's counter, if any (see above), but at the
+    // fixed stride (RowHandout::kFixedStride) with the counter compiled out.
+    constexpr bool kDraws = kTakesCounter<Problem, WHOLE, LOOP, HANDOUT>;
+    detail::RowSchedule<1> rows(kDraws ? p.row_counter : nullptr, reducer, blockIdx.x / csize, gridDim.x / csize);
     for (; rows.row() < p.rows; rows.advance()) {
       rows.draw(reducer);
       detail::normalize_register_part<Tuned, VECS, WHOLE, Reducer, 1, kRowMax>(
@@ -261,7 +273,10 @@ __global__ void __launch_bounds__(kClusterRegistersMaxThreads, 1)
       rows.learn(reducer);
     }
   }
-  if constexpr (!kRunsFixedTeam<Problem, WHOLE, TEAM, LOOP>) {
+  // The loops that never draw (checked, relayed) count themselves out all
+  // the same, a count and a reset once per cluster, as they always have;
+  // the fixed stride's compiles this out with the rest of the counter.
+  if constexpr (HANDOUT == RowHandout::kCounter) {
     detail::retire_row_counter(p.row_counter, reducer, gridDim.x / csize);
   }
   reducer.finish();

@@ -20,7 +20,7 @@
 // counter since change 137, rolled rows both since change 141, in calls of
 // kRollCounterMinRounds rows per cluster or more). The checked loop,
 // relayed rows and the plain loop where it runs at the fixed stride
-// (per-row LayerNorm in CTAs of 1024 threads, kRunsFixedTeam: change 177)
+// (per-row LayerNorm in CTAs of 1024 threads, RowHandout::kFixedStride: change 177)
 // start together.
 //
 // The bits do not change: the delay only moves when rows run.

@@ -59,7 +59,7 @@ struct LaunchOptions {
   /// slot-aligned or split (row_cluster_registers.cuh says which loops;
   /// rolled rows only in calls of kernel::kRollCounterMinRounds, 6, rows or
   /// more per resident cluster; not per-row-quantized LayerNorm rows in CTAs
-  /// of 1024 threads, kernel::kRunsFixedTeam); every other shape and loop ignores it. Not
+  /// of 1024 threads, kernel::kFixedStrideInFullCtas); every other shape and loop ignores it. Not
   /// 4-byte aligned, or sharing a byte with x, y, mean, rstd, a residual,
   /// per-row scales or the weight or bias: kErrorInvalidWorkspace from any
   /// call that would launch, before any CUDA call (a call with no rows, or a
@@ -135,12 +135,11 @@ struct Launcher {
   /// (kernel::kSplitsParts; only then are those kernels instantiated).
   static constexpr bool kSplitsParts = kFourSlotClusterParts && kernel::kSplitsParts<Problem>;
   /// Whether this problem's 4-slot parts run at the fixed stride in CTAs of
-  /// 1024 threads, launched as that TEAM (kernel::kRunsFixedTeam: rows that
-  /// need their maximum and do not roll, per-row-quantized 16-bit LayerNorm;
-  /// change 177). Fused adds' 4-slot parts keep the counter (change 131).
-  static constexpr bool kFixedStrideFullTeam =
-      kFourSlotClusterParts && kernel::kRunsFixedTeam<Problem, true, kernel::kClusterRegistersMaxThreads,
-                                                      kernel::SmemLoop::kNone>;
+  /// 1024 threads (kernel::RowHandout::kFixedStride, kernel::kFixedStrideInFullCtas:
+  /// rows that need their maximum and neither roll nor relay, per-row-quantized
+  /// 16-bit LayerNorm; change 177). Fused adds' 4-slot parts keep the counter
+  /// (change 131).
+  static constexpr bool kFixedStrideFullTeam = kFourSlotClusterParts && kernel::kFixedStrideInFullCtas<Problem>;
   /// Whether the plan may pair this problem's lanes (types_may_pair; only
   /// then are the paired kernels instantiated).
   static constexpr bool kPairs =
@@ -417,10 +416,11 @@ struct Launcher {
         }
       }
       if constexpr (!kCheckedOnly) {
-        constexpr int kFullTeam = kernel::kClusterRegistersMaxThreads;
         if constexpr (kFixedStrideFullTeam) {
-          if (p.whole_access && plan.threads == kFullTeam) {
-            return launch_cluster_loop<V, true, kFullTeam>(p, plan, smem, device, caps, stream);
+          if (p.whole_access && plan.threads == kernel::kClusterRegistersMaxThreads) {
+            return launch_cluster_loop<V, true, 0, SmemLoop::kNone, kernel::RowHandout::kFixedStride>(p, plan, smem,
+                                                                                                     device, caps,
+                                                                                                     stream);
           }
         }
         if (p.whole_access) return launch_cluster_loop<V, true>(p, plan, smem, device, caps, stream);
@@ -429,25 +429,27 @@ struct Launcher {
     }
   }
 
-  /// Launches row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP> on the
-  /// resident clusters (launch_resident), its start staggered where that
-  /// instantiation waits for it (kernel::kStaggersStart, the predicate the
-  /// kernel compiles the wait by), so that plan.start_stagger_cycles reports
-  /// the wait the kernel runs, and with the caller's counter only in calls
-  /// of kernel::kCounterMinRounds rows or more per resident cluster.
-  template <int VECS, bool WHOLE, int TEAM = 0, kernel::SmemLoop LOOP = kernel::SmemLoop::kNone>
+  /// Launches row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP, HANDOUT>
+  /// on the resident clusters (launch_resident), its start staggered where
+  /// that instantiation takes the counter (kernel::kTakesCounter, the
+  /// predicate the kernel compiles the wait by), so that
+  /// plan.start_stagger_cycles reports the wait the kernel runs, and with the
+  /// caller's counter only in calls of kernel::kCounterMinRounds rows or more
+  /// per resident cluster.
+  template <int VECS, bool WHOLE, int TEAM = 0, kernel::SmemLoop LOOP = kernel::SmemLoop::kNone,
+            kernel::RowHandout HANDOUT = kernel::RowHandout::kCounter>
   static Status launch_cluster_loop(const Params& p, LaunchPlan& plan, size_t smem, int device, const DeviceCaps& caps,
                                     cudaStream_t stream) {
-    constexpr bool kStaggers = kernel::kStaggersStart<Problem, WHOLE, TEAM, LOOP>;
-    return launch_resident(&kernel::row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP>, p, plan, smem, device,
-                           caps, stream, kStaggers ? &plan.start_stagger_cycles : nullptr,
+    constexpr bool kStaggers = kernel::kTakesCounter<Problem, WHOLE, LOOP, HANDOUT>;
+    return launch_resident(&kernel::row_cluster_registers<Problem, VECS, WHOLE, TEAM, LOOP, HANDOUT>, p, plan, smem,
+                           device, caps, stream, kStaggers ? &plan.start_stagger_cycles : nullptr,
                            kernel::kCounterMinRounds<Problem, WHOLE, TEAM, LOOP>);
   }
 
   /// Launches `kernel(p, plan.chunk)` on as many CTAs or clusters as are
   /// resident at once (at most one per row); they stride over the rest.
   /// `stagger`: for the row_cluster_registers loops that wait for it
-  /// (launch_cluster_loop, kernel::kStaggersStart), receives the cycles
+  /// (launch_cluster_loop, kernel::kTakesCounter), receives the cycles
   /// between the phases of the clusters' start (Params::start_stagger_cycles),
   /// staggered only in calls with a counter (kernel/start_stagger.cuh); null:
   /// not staggered. `counter_min_rounds`: calls with fewer rows per resident
