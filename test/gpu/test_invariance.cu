@@ -369,9 +369,10 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
 // at most one CTA per SM, and for fused-add rows at 8 slots always
 // (launch/launcher.cuh, run_roomy): a row must keep its bits across that
 // line. bf16 N = 4096 and 8192 (4 slots a thread), 5120 (5 slots for the
-// per-row-quantized rows), 12288 (384 threads) and 32768 (8 slots in 512
-// threads), plain, fused and quantized: the first rows in a batch of 8 and
-// in a batch of more rows than SMs, and which form ran.
+// per-row-quantized rows), 12288 (384 threads; per-row-quantized rows of a
+// batch past the SM count run the tight form there, change 181) and 32768
+// (8 slots in 512 threads), plain, fused and quantized: the first rows in a
+// batch of 8 and in a batch of more rows than SMs, and which form ran.
 TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
   NK_REQUIRE_GPU();
   int device = 0, sms = 0;
@@ -409,13 +410,20 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
       // for fused-add rows at 8 slots. (16-bit LayerNorm at 32768 runs 1024
       // threads of 4 slots since change 104: no roomy form there, which the
       // check confirms.)
-      auto check = [&](auto&& launch, normkit::LaunchPlan& ran, int64_t y_row_bytes, bool fused, const char* what) {
+      // The many rows of per-row-quantized problems (`keeps_max`) at 4
+      // slots in CTAs of 352-384 threads (12288) run the tight form
+      // (change 181; the batch is within L2, so unpaired).
+      auto check = [&](auto&& launch, normkit::LaunchPlan& ran, int64_t y_row_bytes, bool fused, bool keeps_max,
+                       const char* what) {
         const auto alone = first_rows(launch, few, y_row_bytes, fused);
         const bool registers = ran.shape == normkit::Shape::kRowPerBlock && ran.threads <= 512;
         EXPECT_EQ(ran.roomy, registers) << what << " " << name << ": a batch of " << few;
+        EXPECT_FALSE(ran.tight) << what << " " << name << ": a batch of " << few;
         EXPECT_EQ(alone, first_rows(launch, many, y_row_bytes, fused))
             << what << " " << name << ": the first rows in batches of " << few << " and " << many;
         EXPECT_EQ(ran.roomy, registers && fused && ran.vecs == 8) << what << " " << name << ": a batch of " << many;
+        EXPECT_EQ(ran.tight, keeps_max && registers && ran.vecs == 4 && ran.threads > 320)
+            << what << " " << name << ": a batch of " << many;
       };
       normkit::LaunchPlan ran;
       // The fields the three calls share (all bf16: NormCall sets its types below).
@@ -436,7 +444,7 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
             c.x_type = c.y_type = c.w_type = DType::kBF16;
             return nktest::launch(c);
           },
-          ran, n * 2, false, "plain");
+          ran, n * 2, false, false, "plain");
       check(
           [&](int64_t rows) {
             nktest::AddNormCall c;
@@ -445,7 +453,7 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
             c.residual_out = h.data();
             return nktest::launch_add_norm(c);
           },
-          ran, n * 2, true, "add+norm");
+          ran, n * 2, true, false, "add+norm");
       check(
           [&](int64_t rows) {
             nktest::QuantCall c;
@@ -453,7 +461,7 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
             c.row_scales = reinterpret_cast<float*>(scales.data());
             return nktest::launch_quant(c);
           },
-          ran, n, false, "fp8 dynamic");
+          ran, n, false, true, "fp8 dynamic");
     }
   }
 }

@@ -298,6 +298,81 @@ TEST(Quant, LayerNormRowsInOneWideCta) {
   }
 }
 
+// row_per_block's tight form (kernel/row_per_block.cuh, change 181):
+// per-row-quantized 4-slot rows in CTAs of 321-384 threads, compiled for
+// three CTAs an SM. In a batch of more rows than SMs (not the roomy form)
+// and unpaired, against the float64 reference, and bitwise against the same
+// first rows in a batch of 8 (the roomy form: the same arithmetic); which
+// form ran is checked, so a launcher that never chose it fails here. 11264
+// and 12288 (352 and 384 threads in 16 bits) and fp32 x at 6144 (384
+// threads of 4 floats a slot) run it; 10240 (320 threads: two CTAs an SM
+// either way), 10272 (352 threads whose slots overhang the row: the checked
+// form), static scales, misaligned x (the checked form) and fp32 x at 4096
+// (256 threads) do not.
+TEST(Quant, TightFormRowsMatchTheReferenceAndTheRoomyBits) {
+  NK_REQUIRE_GPU();
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  struct Case {
+    Op op;
+    DType x;
+    QType q;
+    int64_t n;
+    bool dynamic;
+    int64_t shift;
+    bool tight;  ///< whether the tight form must run in the large batch
+  };
+  const Case cases[] = {
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, 12288, true, 0, true},
+      {Op::kLayerNorm, DType::kBF16, QType::kInt8, 11264, true, 0, true},
+      {Op::kLayerNorm, DType::kF16, QType::kE5M2, 11264, true, 0, true},
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, 10272, true, 0, false},
+      {Op::kRmsNorm, DType::kBF16, QType::kE4M3, 12288, true, 0, true},
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, 10240, true, 0, false},
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, 12288, false, 0, false},
+      {Op::kLayerNorm, DType::kBF16, QType::kE4M3, 12288, true, 1, false},
+      {Op::kLayerNorm, DType::kF32, QType::kE4M3, 6144, true, 0, true},
+      {Op::kLayerNorm, DType::kF32, QType::kE4M3, 4096, true, 0, false},
+  };
+  for (const Case& k : cases) {
+    const std::string what = std::string(k.op == Op::kLayerNorm ? "LayerNorm" : "RMSNorm") + " " +
+                             nktest::dtype_name(k.x) + " " + nktest::qtype_name(k.q) + " N=" + std::to_string(k.n) +
+                             (k.dynamic ? " per-row" : " static") + " shift " + std::to_string(k.shift);
+    QuantCase c;
+    c.op = k.op;
+    c.x = k.x;
+    c.q = k.q;
+    c.cols = k.n;
+    c.dynamic = k.dynamic;
+    c.x_shift = k.shift;
+    c.x_pad = k.shift * 8;
+    c.pairing = normkit::LanePairing::kOff;
+    c.seed = nktest::fresh_seed();
+    normkit::LaunchPlan ran;
+    c.launched = &ran;
+    QuantOutputs many, few;
+    c.rows = sms + 37;
+    check_quant(c, &many);
+    EXPECT_EQ(ran.shape, Shape::kRowPerBlock) << what;
+    EXPECT_FALSE(ran.roomy) << what;
+    EXPECT_EQ(ran.tight, k.tight) << what << ": " << ran.threads << " threads of " << ran.vecs << " slots";
+    // The WHOLE form (slots that hold the row exactly, aligned x) runs roomy in a batch of 8.
+    const bool whole = k.shift == 0 && int64_t{ran.threads} * ran.vecs * (16 / nktest::dtype_size(k.x)) == k.n;
+    c.rows = 8;
+    check_quant(c, &few);
+    EXPECT_FALSE(ran.tight) << what << ": a batch of 8";
+    EXPECT_EQ(ran.roomy, whole) << what << ": a batch of 8";
+    const size_t y_bytes = few.y.size();
+    ASSERT_LE(y_bytes, many.y.size()) << what;
+    EXPECT_TRUE(std::equal(few.y.begin(), few.y.end(), many.y.begin())) << what << ": y of the first 8 rows differs";
+    if (k.dynamic) {
+      EXPECT_TRUE(std::equal(few.scales.begin(), few.scales.end(), many.scales.begin()))
+          << what << ": the first 8 row scales differ";
+    }
+  }
+}
+
 // 16-bit LayerNorm rows past 64 KiB of x (N = 65536-262144 in bf16 or
 // fp16) across a cluster's registers: with a static scale at 8 slots
 // (change 163: clusters of 2 CTAs of 512 and 1024 threads, 4 of 1024;

@@ -278,6 +278,44 @@ RowFormat two_pass_row(RowFormat f) {
   return f;
 }
 
+// The plans whose CTAs row_per_block's tight form takes (change 181:
+// 4-slot rows in CTAs of kRowPerBlockTightMinThreads-kRowPerBlockTightThreads
+// threads, three an SM) for per-row-quantized rows: bf16 10272-12288 and
+// fp32 6144, not 10240 (320 threads). CTAs are whole warps, so 10272 takes
+// 352 threads whose slots overhang the row: the checked form, which the
+// tight form is not. The launcher chooses the form (by the problem, the
+// alignment and the batch: kernel::kTightFourSlotRows, WHOLE rows, not the
+// roomy or paired form), never the plan.
+TEST(Plan, PerRowQuantizedRowsInTightFormCtas) {
+  constexpr int kMin = normkit::kernel::kRowPerBlockTightMinThreads;
+  constexpr int kMax = normkit::kernel::kRowPerBlockTightThreads;
+  static_assert(kMax == 384 && kMin == 321, "56 registers fit a third CTA only of 11-12 warps");
+  const std::tuple<RowFormat, int, bool> cases[] = {
+      {quant_row(bf16_row(10240)), 320, false}, {quant_row(bf16_row(10272)), 352, true},
+      {quant_row(bf16_row(11264)), 352, true},  {quant_row(bf16_row(12288)), 384, true},
+      {quant_row(f32_row(6144)), 384, true},    {quant_row(f32_row(4096)), 256, false}};
+  for (const auto& [f, threads, in_range] : cases) {
+    const LaunchPlan p = plan_of(f, h200());
+    EXPECT_EQ(p.shape, Shape::kRowPerBlock) << f.cols;
+    EXPECT_EQ(p.vecs, 4) << f.cols;
+    EXPECT_EQ(p.threads, threads) << f.cols;
+    EXPECT_EQ(p.threads >= kMin && p.threads <= kMax, in_range) << f.cols;
+    EXPECT_FALSE(p.tight) << f.cols;  // the launcher's choice
+  }
+  using bf16 = normkit::bfloat16;
+  using e4m3 = normkit::float8_e4m3;
+  using normkit::kernel::kTightFourSlotRows;
+  EXPECT_TRUE((kTightFourSlotRows<
+               normkit::detail::LayerQuantProblem<bf16, e4m3, bf16, normkit::output::QuantDynamicRow<e4m3>>>));
+  EXPECT_TRUE((kTightFourSlotRows<
+               normkit::detail::RmsQuantProblem<bf16, e4m3, bf16, normkit::output::QuantDynamicRow<e4m3>>>));
+  // Static scales and plain rows fit 56 registers at two CTAs already (level in experiment 180).
+  EXPECT_FALSE(
+      (kTightFourSlotRows<normkit::detail::LayerQuantProblem<bf16, e4m3, bf16, normkit::output::QuantStatic<e4m3>>>));
+  EXPECT_FALSE((kTightFourSlotRows<normkit::detail::RmsNormProblem<bf16, bf16, bf16>>));
+  EXPECT_FALSE((kTightFourSlotRows<normkit::detail::AddRmsNormProblem<bf16, bf16, bf16, bf16>>));
+}
+
 // 8 slots per thread in one CTA of whole warps that hold the row exactly,
 // for x rows past 32 KiB (which 4 slots cannot hold) up to 128 KiB (CTAs
 // of up to 1024 threads at 8 slots, 512 otherwise); never
@@ -387,6 +425,7 @@ TEST(Plan, QuantizedFourSlotRowsMayPair) {
     EXPECT_TRUE(p.may_pair) << n;
     EXPECT_FALSE(p.paired) << n;  // the launcher chooses (by M and alignment), not the plan
     EXPECT_FALSE(p.roomy) << n;   // likewise the roomy form (by M and the problem)
+    EXPECT_FALSE(p.tight) << n;   // and the tight form
     EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), h200(), Shape::kRowPerBlock).may_pair) << n;
     EXPECT_TRUE(plan_of(folding(quant_row(bf16_row(n))), a100()).may_pair) << n;
     EXPECT_FALSE(plan_of(quant_row(bf16_row(n)), h200()).may_pair) << n;        // statistics that do not fold by part

@@ -45,6 +45,28 @@ NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
   return vecs == 8 ? kRowPerBlockWideMaxThreads : kRowPerBlockMaxThreads;
 }
 
+/// row_per_block's *tight* form: 4-slot WHOLE rows in CTAs of
+/// kRowPerBlockTightMinThreads to kRowPerBlockTightThreads threads (11-12
+/// warps), compiled for three such CTAs an SM (launch bounds: at most 56
+/// registers a thread). At 64 registers an SM holds 32 warps, two CTAs of
+/// 11-12; at 56 it holds 36, three. Smaller CTAs gain no CTA that pays for
+/// the spill 56 registers cost (28 bytes stored, 44 loaded a thread, per-row
+/// fp8): measured on an H100 (docs/performance.md, experiment 180, share of
+/// the copy), per-row fp8 bf16 N = 12288 (384 threads) 88.4% -> 95.2%, but
+/// 8192 (256 threads, 4 CTAs either way) -3.7, 4096 (8 -> 9 CTAs) -1.7.
+inline constexpr int kRowPerBlockTightThreads = 384;
+inline constexpr int kRowPerBlockTightMinThreads = 321;
+
+/// Whether Problem's 4-slot WHOLE rows in CTAs of
+/// kRowPerBlockTightMinThreads-kRowPerBlockTightThreads threads run the tight
+/// form (above; only then is it instantiated): plain inputs whose outputs
+/// need the row maximum (per-row quantization, 64 registers at two CTAs an
+/// SM). Rows that do not keep the maximum measured level with it (plain and
+/// static-fp8 LayerNorm at 12288 within 0.2: their kernels fit 56 registers
+/// already); fused adds hold more and were not measured.
+template <class Problem>
+inline constexpr bool kTightFourSlotRows = Problem::Output::kNeedsRowAbsMax && Problem::Input::kIsPlainCopy;
+
 /// Whether Problem's 8-slot rows in CTAs of up to kRowPerBlockMaxThreads
 /// threads always run the ROOMY form (below), whatever the batch: for inputs
 /// that are not a plain copy of x (the fused add, which stores h as it
@@ -66,14 +88,19 @@ inline constexpr bool kRoomyWideRows = !Problem::Input::kIsPlainCopy;
 /// epilogue offers that (HasPrefetch: change 66; the hooks give apply_whole's
 /// values).
 /// TEAM: the most threads the CTA may have (its launch bounds and its
-/// reducer's size); CTAs of 1024 threads run one an SM.
+/// reducer's size); CTAs of 1024 threads run one an SM, CTAs of
+/// kRowPerBlockTightThreads (the tight form) three.
 template <class Problem, int VECS, bool WHOLE, BlockReduceAlgorithm ALGO = BlockReduceAlgorithm::kWarpShuffle,
           bool ROOMY = false, int TEAM = row_per_block_max_threads(VECS)>
 __global__ void __launch_bounds__(ROOMY ? kRowPerBlockMaxThreads : TEAM,
-                                  (ROOMY || TEAM > kRowPerBlockMaxThreads) ? 1 : 2)
+                                  (ROOMY || TEAM > kRowPerBlockMaxThreads) ? 1
+                                  : TEAM == kRowPerBlockTightThreads       ? 3
+                                                                           : 2)
     row_per_block(const __grid_constant__ typename Problem::Params p) {
-  static_assert(TEAM == row_per_block_max_threads(VECS) || (VECS == 4 && TEAM == kRowPerBlockWideMaxThreads && !ROOMY),
-                "normkit: row_per_block's CTAs are row_per_block_max_threads(VECS), or 1024 threads of 4 slots");
+  static_assert(TEAM == row_per_block_max_threads(VECS) || (VECS == 4 && TEAM == kRowPerBlockWideMaxThreads && !ROOMY) ||
+                    (VECS == 4 && TEAM == kRowPerBlockTightThreads && WHOLE && !ROOMY),
+                "normkit: row_per_block's CTAs are row_per_block_max_threads(VECS), 1024 threads of 4 slots, or "
+                "the tight form's kRowPerBlockTightThreads of 4 slots (WHOLE, not ROOMY)");
   // A CTA of 1024 threads runs alone on its SM: statistics that may trade
   // walks for reductions do (AloneOnSm; docs/performance.md, change 104).
   using Block = BlockAllReduce<TEAM, ALGO>;

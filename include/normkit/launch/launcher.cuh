@@ -40,8 +40,9 @@ struct LaunchOptions {
   /// previous kernel, ran faster unpaired).
   LanePairing pairing = LanePairing::kAuto;
   /// If set, receives the plan a successful launch ran: its shape and sizes,
-  /// `paired` true only if the paired form ran and `roomy` only if the roomy
-  /// form did (for tests and telemetry).
+  /// `paired` true only if the paired form ran, `roomy` only if the roomy
+  /// form did and `tight` only if the tight form did (for tests and
+  /// telemetry).
   LaunchPlan* launched = nullptr;
   /// Optional: two 32-bit words of device memory, zero before the call,
   /// 4-byte aligned, that no other call in flight uses (one pair per stream
@@ -167,6 +168,17 @@ struct Launcher {
     }
     if (plan.vecs == 8 && kernel::kRoomyWideRows<Problem>) return true;
     return whole_form(p, plan.threads, plan.vecs) && p.rows <= caps.sm_count;
+  }
+
+  /// Whether an unpaired, not roomy row_per_block plan runs row_per_block's
+  /// tight form (the same bits): 4-slot WHOLE rows in CTAs of
+  /// kernel::kRowPerBlockTightMinThreads to kRowPerBlockTightThreads threads,
+  /// of the problems kernel::kTightFourSlotRows names (only there is it
+  /// instantiated): three such CTAs an SM instead of two.
+  static bool run_tight(const Params& p, const LaunchPlan& plan) {
+    return kernel::kTightFourSlotRows<Problem> && plan.shape == Shape::kRowPerBlock && plan.vecs == 4 &&
+           !plan.paired && !plan.roomy && plan.threads >= kernel::kRowPerBlockTightMinThreads &&
+           plan.threads <= kernel::kRowPerBlockTightThreads && whole_form(p, plan.threads, plan.vecs);
   }
 
   /// Whether a plan that allows pairing (LaunchPlan::may_pair) runs paired: only
@@ -297,6 +309,16 @@ struct Launcher {
             return Status::kErrorUnsupportedShape;
           }
         }
+      }
+      // The tight form (run_tight): three CTAs of up to 384 threads an SM.
+      if constexpr (VECS == 4 && WHOLE && kernel::kTightFourSlotRows<Problem>) {
+        if (plan.tight) {
+          return launch_kernel(&kernel::row_per_block<Problem, 4, true, BlockReduceAlgorithm::kWarpShuffle, false,
+                                                      kernel::kRowPerBlockTightThreads>,
+                               grid, plan.threads, 0, 1, stream, p);
+        }
+      } else {
+        if (plan.tight) return Status::kErrorUnsupportedShape;
       }
       if constexpr ((VECS == 4 || VECS == 5) && WHOLE && kPairs) {
         if (plan.paired) {  // the same bits in half the threads
@@ -540,6 +562,7 @@ struct Launcher {
     p.whole_access = whole_access(p);
     lp.paired = run_paired(p, lp, caps, opts);
     lp.roomy = run_roomy(p, lp, caps);
+    lp.tight = run_tight(p, lp);
     // Rows that would ring or prefetch (the plan gave the ring's shared
     // memory) but are not slot-aligned run the checked loop, without it:
     // what ran says so.

@@ -118,6 +118,12 @@ struct LaunchPlan {
   /// chosen by the launcher from the batch size and the problem; false in a
   /// plan from *_plan, what ran in LaunchOptions::launched.
   bool roomy = false;
+  /// Whether row_per_block's tight form runs (4-slot rows in CTAs of 321-384
+  /// threads compiled for three CTAs an SM: at most 56 registers a thread,
+  /// the same bits; kernel/row_per_block.cuh, kTightFourSlotRows): chosen by
+  /// the launcher; false in a plan from *_plan, what ran in
+  /// LaunchOptions::launched.
+  bool tight = false;
   /// SM cycles between the phases of the clusters' staggered start
   /// (kernel/start_stagger.cuh): set by the launcher for cluster-register
   /// rows of a call with a row counter and enough rows; 0 in a plan from
