@@ -369,8 +369,8 @@ TEST(BatchInvariance, QuantizedRowsKeepTheirBitsWhenTheBatchOutgrowsL2) {
 // at most one CTA per SM, and for fused-add rows at 8 slots always
 // (launch/launcher.cuh, run_roomy): a row must keep its bits across that
 // line. bf16 N = 4096 and 8192 (4 slots a thread), 5120 (5 slots for the
-// per-row-quantized rows), 12288 (384 threads; per-row-quantized rows of a
-// batch past the SM count run the tight form there, change 181) and 32768
+// per-row-quantized rows), 12288 (384 threads; per-row-quantized LayerNorm
+// rows of a batch past the SM count run the tight form there, change 181) and 32768
 // (8 slots in 512 threads), plain, fused and quantized: the first rows in a
 // batch of 8 and in a batch of more rows than SMs, and which form ran.
 TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
@@ -410,7 +410,7 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
       // for fused-add rows at 8 slots. (16-bit LayerNorm at 32768 runs 1024
       // threads of 4 slots since change 104: no roomy form there, which the
       // check confirms.)
-      // The many rows of per-row-quantized problems (`keeps_max`) at 4
+      // The many rows of per-row-quantized LayerNorm (`keeps_max`) at 4
       // slots in CTAs of 352-384 threads (12288) run the tight form
       // (change 181; the batch is within L2, so unpaired).
       auto check = [&](auto&& launch, normkit::LaunchPlan& ran, int64_t y_row_bytes, bool fused, bool keeps_max,
@@ -461,7 +461,7 @@ TEST(BatchInvariance, RowsKeepTheirBitsAcrossTheRoomyForm) {
             c.row_scales = reinterpret_cast<float*>(scales.data());
             return nktest::launch_quant(c);
           },
-          ran, n, false, true, "fp8 dynamic");
+          ran, n, false, op == Op::kLayerNorm, "fp8 dynamic");
     }
   }
 }

@@ -308,8 +308,11 @@ TEST(Plan, PerRowQuantizedRowsInTightFormCtas) {
   EXPECT_TRUE((kTightFourSlotRows<
                normkit::detail::LayerQuantProblem<bf16, e4m3, bf16, normkit::output::QuantDynamicRow<e4m3>>>));
   EXPECT_TRUE((kTightFourSlotRows<
-               normkit::detail::RmsQuantProblem<bf16, e4m3, bf16, normkit::output::QuantDynamicRow<e4m3>>>));
-  // Static scales and plain rows fit 56 registers at two CTAs already (level in experiment 180).
+               normkit::detail::LayerQuantProblem<float, e4m3, float, normkit::output::QuantDynamicRow<e4m3>>>));
+  // Per-row RMSNorm (one reduction), static scales and plain rows fit 56
+  // registers at two CTAs already (level in experiment 180).
+  EXPECT_FALSE((kTightFourSlotRows<
+                normkit::detail::RmsQuantProblem<bf16, e4m3, bf16, normkit::output::QuantDynamicRow<e4m3>>>));
   EXPECT_FALSE(
       (kTightFourSlotRows<normkit::detail::LayerQuantProblem<bf16, e4m3, bf16, normkit::output::QuantStatic<e4m3>>>));
   EXPECT_FALSE((kTightFourSlotRows<normkit::detail::RmsNormProblem<bf16, bf16, bf16>>));

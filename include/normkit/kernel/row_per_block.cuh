@@ -60,12 +60,16 @@ inline constexpr int kRowPerBlockTightMinThreads = 321;
 /// Whether Problem's 4-slot WHOLE rows in CTAs of
 /// kRowPerBlockTightMinThreads-kRowPerBlockTightThreads threads run the tight
 /// form (above; only then is it instantiated): plain inputs whose outputs
-/// need the row maximum (per-row quantization, 64 registers at two CTAs an
-/// SM). Rows that do not keep the maximum measured level with it (plain and
-/// static-fp8 LayerNorm at 12288 within 0.2: their kernels fit 56 registers
-/// already); fused adds hold more and were not measured.
+/// need the row maximum and whose statistics make two reductions a row
+/// (per-row-quantized LayerNorm, whose 4-slot kernel takes 64 registers at
+/// two CTAs an SM). The rest fit 56 registers there already, so the form
+/// would change nothing but compile time: per-row RMSNorm's 4-slot kernel
+/// takes 54, static scales' 47-56 (ptxas, sm_90, bf16), and plain and
+/// static-fp8 LayerNorm at 12288 measured level with it (within 0.2).
+/// Fused adds hold more and were not measured.
 template <class Problem>
-inline constexpr bool kTightFourSlotRows = Problem::Output::kNeedsRowAbsMax && Problem::Input::kIsPlainCopy;
+inline constexpr bool kTightFourSlotRows = Problem::Output::kNeedsRowAbsMax && Problem::Input::kIsPlainCopy &&
+                                           stats::row_reductions_v<typename Problem::Stats> == 2;
 
 /// Whether Problem's 8-slot rows in CTAs of up to kRowPerBlockMaxThreads
 /// threads always run the ROOMY form (below), whatever the batch: for inputs
