@@ -68,6 +68,7 @@ weight and bias. Checks as add_rms_norm's, normkit's mean and rstd against fp32 
 import argparse
 import ctypes
 import json
+import signal
 import statistics
 import sys
 import time
@@ -365,13 +366,43 @@ def compiled_forward(op, n, eps):
     return fresh_compile(lambda x, w: F.rms_norm(x, (n,), w, eps))
 
 
+COMPILE_TIMEOUT_S = 120  # --compile-timeout
+
+
+class CompileTimeout(Exception):
+    """torch.compile ran past COMPILE_TIMEOUT_S (raised by SIGALRM's handler)."""
+
+
 def warm_compile(call):
-    """Runs a torch.compile'd call once (compiling it), outside any timing; returns the call."""
+    """Runs a torch.compile'd call once (compiling it), outside any timing; returns the call, or None when the
+    compile runs past COMPILE_TIMEOUT_S: that shape then goes without the compile peer rather than the whole
+    comparison running into its deadline (on the H200 with PyTorch 2.11, 2026-12-07, compiling per-row quantized
+    LayerNorm at N = 65536 had not finished after 300 s)."""
+    def on_alarm(signum, frame):
+        raise CompileTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(COMPILE_TIMEOUT_S)
     t0 = time.time()
-    call()
-    torch.cuda.synchronize()
+    try:
+        call()
+        torch.cuda.synchronize()
+    except CompileTimeout:
+        log(f"    torch.compile still compiling after {COMPILE_TIMEOUT_S} s: left out of this shape")
+        torch._dynamo.reset()
+        return None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     log(f"    torch.compile took {time.time() - t0:.1f} s")
     return call
+
+
+def add_compiled(peers, call):
+    """peers["compile"] = call once warm_compile has compiled it; nothing when the compile timed out."""
+    compiled = warm_compile(call)
+    if compiled is not None:
+        peers["compile"] = compiled
 
 
 def make_peers(op, lib, x, w, b, eps, with_compile):
@@ -383,7 +414,7 @@ def make_peers(op, lib, x, w, b, eps, with_compile):
     }
     if with_compile:
         fn = compiled_forward(op, x.shape[-1], eps)
-        peers["compile"] = warm_compile((lambda: fn(x, w, b)) if op == "layer_norm" else (lambda: fn(x, w)))
+        add_compiled(peers, (lambda: fn(x, w, b)) if op == "layer_norm" else (lambda: fn(x, w)))
     if triton_block(x.shape[-1]) <= TRITON_MAX_BLOCK:
         peers["triton"] = lambda: triton_forward(op, x, w, b, y_tr, eps)
     return peers
@@ -406,7 +437,7 @@ def make_fused_peers(op, lib, x, r, w, b, eps, with_compile):
     }
     if with_compile:
         fn = fresh_compile(lambda x, r, w, b: eager_add_norm(op, x, r, w, b, eps))
-        peers["compile"] = warm_compile(lambda: fn(x, r, w, b))
+        add_compiled(peers, lambda: fn(x, r, w, b))
     return peers
 
 
@@ -426,8 +457,8 @@ def make_inplace_fns(lib, x, r, w, eps, with_compile):
     }
     if with_compile:
         fn = fresh_compile(lambda x, r, w: eager_inplace_add_rms_norm(x, r, w, eps))
-        fns["compile"] = lambda x, r: fn(x, r, w)
-        warm_compile(lambda: fn(x.clone(), r.clone(), w))
+        if warm_compile(lambda: fn(x.clone(), r.clone(), w)) is not None:
+            fns["compile"] = lambda x, r: fn(x, r, w)
     return fns
 
 
@@ -455,7 +486,7 @@ def make_gemma_peers(op, lib, x, w, b, eps, with_compile):
     }
     if with_compile:
         fn = fresh_compile(lambda x, w, b: eager_gemma(op, x, w, b, eps))
-        peers["compile"] = warm_compile(lambda: fn(x, w, b))
+        add_compiled(peers, lambda: fn(x, w, b))
     return peers
 
 
@@ -503,7 +534,7 @@ def make_quant_peers(op, lib, x, w, b, eps, with_compile):
     }
     if with_compile:
         fn = fresh_compile(lambda x, w, b: eager_norm_quant(norm, x, w, b, eps, qdtype, per_row))
-        peers["compile"] = warm_compile(lambda: fn(x, w, b))
+        add_compiled(peers, lambda: fn(x, w, b))
     return peers
 
 
@@ -862,6 +893,9 @@ def main():
     ap.add_argument("--mib", type=int, default=512, help="size of x in MiB for the large batches (default: 512)")
     ap.add_argument("--quick", action="store_true", help=f"bf16 only, N in {QUICK_NS}, shorter timing")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out (it compiles every shape)")
+    ap.add_argument("--compile-timeout", type=int, default=COMPILE_TIMEOUT_S,
+                    help=f"seconds one shape's torch.compile may take before that shape goes without it "
+                         f"(default: {COMPILE_TIMEOUT_S})")
     ap.add_argument("--no-small", action="store_true", help="leave the small-batch CUDA-graph runs out")
     ap.add_argument("--flush", choices=sorted(FLUSH_TIMERS), default="write",
                     help="how the L2 is flushed before each timed large-batch call: 'write', triton's do_bench "
@@ -872,6 +906,8 @@ def main():
                          "at a fixed stride)")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()
+    global COMPILE_TIMEOUT_S
+    COMPILE_TIMEOUT_S = args.compile_timeout
 
     if not torch.cuda.is_available():
         sys.exit("compare_pytorch.py: no CUDA device visible to PyTorch")
