@@ -366,7 +366,10 @@ def compiled_forward(op, n, eps):
     return fresh_compile(lambda x, w: F.rms_norm(x, (n,), w, eps))
 
 
-COMPILE_TIMEOUT_S = 120  # --compile-timeout
+COMPILE_TIMEOUT_S = 45  # --compile-timeout
+# Quantized norm ("layer_norm" / "rms_norm") -> the smallest N whose compile timed out: later quantized ops of that norm
+# at that N or more go without the compile peer at once (their graphs are the same but for the output type).
+COMPILE_GAVE_UP = {}
 
 
 class CompileTimeout(Exception):
@@ -532,9 +535,14 @@ def make_quant_peers(op, lib, x, w, b, eps, with_compile):
         "normkit": lambda: lib.norm_quant(norm, x, w, b, q_nk, s_nk, static, eps),
         "eager": lambda: eager_norm_quant(norm, x, w, b, eps, qdtype, per_row),
     }
-    if with_compile:
+    n = x.shape[-1]
+    if with_compile and n >= COMPILE_GAVE_UP.get(norm, float("inf")):
+        log(f"    torch.compile left out: it timed out for quantized {norm} at N = {COMPILE_GAVE_UP[norm]}")
+    elif with_compile:
         fn = fresh_compile(lambda x, w, b: eager_norm_quant(norm, x, w, b, eps, qdtype, per_row))
         add_compiled(peers, lambda: fn(x, w, b))
+        if "compile" not in peers:
+            COMPILE_GAVE_UP[norm] = min(n, COMPILE_GAVE_UP.get(norm, n))
     return peers
 
 
