@@ -890,6 +890,7 @@ def print_table(title, records, show_tbps):
 
 
 def main():
+    global COMPILE_TIMEOUT_S
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default="build/bench/libnormkit_capi.so", help="path of libnormkit_capi.so")
     ap.add_argument("--ops", default=",".join(EPS),
@@ -914,7 +915,6 @@ def main():
                          "at a fixed stride)")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()
-    global COMPILE_TIMEOUT_S
     COMPILE_TIMEOUT_S = args.compile_timeout
 
     if not torch.cuda.is_available():
