@@ -368,7 +368,8 @@ def compiled_forward(op, n, eps):
 
 COMPILE_TIMEOUT_S = 90  # --compile-timeout
 # Quantized norm ("layer_norm" / "rms_norm") -> the smallest N whose compile timed out: later quantized ops of that norm
-# at that N or more go without the compile peer at once (their graphs are the same but for the output type).
+# at that N or more go without the compile peer at once (their graphs share the norm and differ in the output's
+# type and scale, per-row or static: the one that hung on the H200 was per-row LayerNorm at 65536).
 COMPILE_GAVE_UP = {}
 
 
