@@ -68,6 +68,7 @@ weight and bias. Checks as add_rms_norm's, normkit's mean and rstd against fp32 
 import argparse
 import ctypes
 import json
+import os
 import signal
 import statistics
 import sys
@@ -955,7 +956,20 @@ def main():
     def large_timer(fn):
         return flush_timer(fn, args.quick)
 
+    gpu = torch.cuda.get_device_name()
+    meta = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__, "mib": args.mib, "flush": args.flush,
+            "graph_calls": GRAPH_CALLS, "graph_samples": GRAPH_SAMPLES, "row_counter": not args.no_row_counter}
     large = []
+    small = []
+
+    def save(partial):
+        """--out, rewritten after every case (partial: true until the last), so that a run stopped by its
+        deadline (.ci/gpu.sh's COMPARE_LIMIT) still leaves the cases it finished."""
+        if args.out:
+            with open(args.out + ".tmp", "w") as f:
+                json.dump({"meta": dict(meta, partial=partial), "large": large, "small_batch": small}, f, indent=1)
+            os.replace(args.out + ".tmp", args.out)
+
     for op in ops:
         for dtype_name in FUSED_DTYPES if op in FUSED_OPS else dtypes:
             for n in op_ns(op):
@@ -972,14 +986,14 @@ def main():
                 rec["copy_TBps"] = copy_tbps(rec["bytes"], large_timer)
                 rec["normkit_share_of_copy"] = rec["TBps"]["normkit"] / rec["copy_TBps"]
                 large.append(rec)
-    small = []
+                save(partial=True)
     if not args.no_small:
         for op in ops:
             for m in SMALL_MS[::2] if args.quick else SMALL_MS:
                 log(f"  {op} bf16 N={SMALL_N} M={m} (CUDA graph)")
                 small.append(runner(op)(op, "bf16", m, SMALL_N, lib, args, time_graph_us))
+                save(partial=True)
 
-    gpu = torch.cuda.get_device_name()
     print(f"normkit vs PyTorch {torch.__version__} / Triton {triton.__version__} on {gpu}"
           + (" (normkit without a row counter)" if args.no_row_counter else " (normkit with a row counter)"))
     print("time: median us per call; TB/s: (x + y + weight + bias bytes) / time, for the add_* ops "
@@ -997,11 +1011,7 @@ def main():
         print_table(f"small batches (CUDA graph of {GRAPH_CALLS} calls, per call, no flush)", small, show_tbps=False)
     log(f"total {time.time() - t_start:.0f} s")
 
-    if args.out:
-        meta = {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__, "mib": args.mib, "flush": args.flush,
-                "graph_calls": GRAPH_CALLS, "graph_samples": GRAPH_SAMPLES, "row_counter": not args.no_row_counter}
-        with open(args.out, "w") as f:
-            json.dump({"meta": meta, "large": large, "small_batch": small}, f, indent=1)
+    save(partial=False)
     if any(not c["ok"] for r in large + small for c in r["checks"].values()):
         sys.exit("compare_pytorch.py: some outputs disagree with eager (see 'check')")
 
