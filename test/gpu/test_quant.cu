@@ -281,7 +281,9 @@ QuantCase layer_norm_case(DType x, QType q, bool dynamic, int64_t n, int64_t row
 // 16-bit LayerNorm rows of 32-64 KiB of x held in one CTA of up to 1024
 // threads at 4 slots (change 157; before, staged in one CTA), bf16 and fp16
 // x, with either scaling, aligned (the WHOLE form) and misaligned (the
-// checked form).
+// checked form). With per-row scales the plan splits bf16 N = 32768 over a
+// cluster of 2 CTAs of 512 threads (change 185), so those rows also run
+// forced into one CTA, which per-row rows of other lengths (32760) still take.
 TEST(Quant, LayerNormRowsInOneWideCta) {
   NK_REQUIRE_GPU();
   for (auto [x, q] : {std::pair{DType::kBF16, QType::kE4M3}, std::pair{DType::kBF16, QType::kInt8},
@@ -290,9 +292,20 @@ TEST(Quant, LayerNormRowsInOneWideCta) {
       for (int64_t shift : {0, 1}) {
         normkit::LaunchPlan launched;
         check_quant(layer_norm_case(x, q, dynamic, 32768, 7, shift, &launched));
-        EXPECT_EQ(launched.shape, Shape::kRowPerBlock);
-        EXPECT_EQ(launched.threads, 1024);
+        EXPECT_EQ(launched.shape, dynamic ? Shape::kRowInClusterRegisters : Shape::kRowPerBlock);
+        EXPECT_EQ(launched.threads, dynamic ? 512 : 1024);
         EXPECT_EQ(launched.vecs, 4);
+        EXPECT_EQ(launched.cluster, dynamic ? 2 : 1);
+        if (dynamic) {
+          QuantCase one = layer_norm_case(x, q, dynamic, 32768, 7, shift, &launched);
+          one.shape = Shape::kRowPerBlock;
+          check_quant(one);
+          EXPECT_EQ(launched.shape, Shape::kRowPerBlock);
+          EXPECT_EQ(launched.threads, 1024);
+          check_quant(layer_norm_case(x, q, dynamic, 32760, 7, shift, &launched));
+          EXPECT_EQ(launched.shape, Shape::kRowPerBlock);
+          EXPECT_EQ(launched.threads, 1024);
+        }
       }
     }
   }
@@ -438,6 +451,17 @@ TEST(Quant, WideAndClusterRegisterRows) {
                                               {Shape::kRowInSmem, 16384},
                                               {Shape::kRowInCluster, 65536}};
   check_forced_shapes(forced, 5);
+  // LayerNorm with per-row scales and no weight: the held-y walk tests the
+  // parameters once a row and takes its per-slot branches when one is null
+  // (change 183): rows_per_warp (768), row_per_block of 128 and 512 threads
+  // (4096, 16384), the tight form (12288), which always branches.
+  for (int64_t n : {768, 4096, 12288, 16384}) {
+    for (int64_t shift : {0, 1}) {
+      QuantCase c = layer_norm_case(DType::kBF16, QType::kE4M3, true, n, 5, shift, nullptr);
+      c.weight = false;
+      check_quant(c);
+    }
+  }
   // No weight: the 8-slot row_per_block reads a slot of ones for it instead
   // of branching per slot (epilogue::Scale under ParamCaching::kKeepInL1);
   // 512 and 1024 threads, and a cluster (which branches), aligned and not.

@@ -374,7 +374,9 @@ TEST(Plan, WideRowsTakeEightSlotsPerThread) {
   EXPECT_EQ(plan_of(two_pass_row(bf16_row(40000)), h200()).shape, Shape::kRowInSmem);
   // Also where the output quantizes, per row or with a static scale (change
   // 157), but not fp32 LayerNorm (8 slots), nor rows whose slots hold 32 bytes.
-  for (const RowFormat& f : {quant_row(two_pass_row(bf16_row(32768))), static_row(two_pass_row(bf16_row(32768)))}) {
+  // (Per-row rows of exactly 32768 split over a cluster of 2 since change 185:
+  // 32760 here; Plan.LayerNormRowsQuantizedAcrossClusterRegisters.)
+  for (const RowFormat& f : {quant_row(two_pass_row(bf16_row(32760))), static_row(two_pass_row(bf16_row(32768)))}) {
     p = plan_of(f, h200());
     EXPECT_EQ(p.shape, Shape::kRowPerBlock);
     EXPECT_EQ(p.vecs, 4);
@@ -755,7 +757,7 @@ void expect_ringless(const LaunchPlan& p) {
   EXPECT_EQ(p.smem_bytes, 0u);
 }
 
-// 16-bit LayerNorm rows with per-row scales past 64 KiB of x: 4 slots a
+// 16-bit LayerNorm rows with per-row scales past 32 KiB of x: 4 slots a
 // thread across a cluster's registers, y held (change 172), in CTAs of 512
 // threads where a cluster of at most 8 holds the row so, else 1024; other
 // part sizes stay staged (unmeasured), though a forced request takes them.
@@ -764,7 +766,7 @@ TEST(Plan, LayerNormRowsQuantizedAcrossClusterRegisters) {
   const struct {
     int64_t cols;
     int cluster, threads;
-  } held[] = {{65536, 4, 512}, {131072, 8, 512}, {262144, 8, 1024}};
+  } held[] = {{32768, 2, 512}, {65536, 4, 512}, {131072, 8, 512}, {262144, 8, 1024}};
   for (const auto& h : held) {
     {
       const RowFormat f = per_row_ln(bf16_row(h.cols));  // fp16 rows plan alike
@@ -781,8 +783,14 @@ TEST(Plan, LayerNormRowsQuantizedAcrossClusterRegisters) {
       EXPECT_EQ(forced.threads, h.threads) << h.cols;
     }
   }
-  // 64 KiB and less: one CTA (row_per_block), as before.
-  EXPECT_EQ(plan_of(per_row_ln(bf16_row(32768)), h200()).shape, Shape::kRowPerBlock);
+  // Past 32 KiB of x in pairs of CTAs (kOneCtaPerRowLayerNormRowBytes: 32768 above); lengths
+  // whose halves are not whole 512-thread parts, and 32 KiB and less, in one CTA (row_per_block).
+  for (int64_t n : {16384, 24576, 32760}) {
+    EXPECT_EQ(plan_of(per_row_ln(bf16_row(n)), h200()).shape, Shape::kRowPerBlock) << n;
+  }
+  // Static scales, and devices without clusters, keep one CTA of 1024 threads at 32768.
+  EXPECT_EQ(plan_of(static_row(two_pass_row(bf16_row(32768))), h200()).shape, Shape::kRowPerBlock);
+  EXPECT_EQ(plan_of(per_row_ln(bf16_row(32768)), a100()).shape, Shape::kRowPerBlock);
   // Parts of other sizes (81920: 4 CTAs of 640 threads) stay staged; forced, they take them.
   EXPECT_EQ(plan_of(per_row_ln(bf16_row(81920)), h200()).shape, Shape::kRowInCluster);
   LaunchPlan odd;

@@ -245,6 +245,39 @@ struct WithParamCaching : Problem {
   using Epilogue = CachedEpilogue<typename Problem::Epilogue, C>;
 };
 
+/// Whether E offers whole_params_present and apply_whole_present
+/// (epilogue/affine.cuh): a kernel may test the first once a row and then
+/// walk the row's slots with the second.
+template <class E, class = void>
+struct HasPresentForm : std::false_type {};
+template <class E>
+struct HasPresentForm<E, std::void_t<decltype(E::whole_params_present(std::declval<const typename E::Params&>()))>>
+    : std::true_type {};
+
+/// E whose WHOLE form assumes what whole_params_present tested (the same
+/// values as E's apply_whole there). Derives from E, so E must not be final.
+template <class E>
+struct PresentEpilogue : E {
+  template <int VEC>
+  static NORMKIT_DEVICE void apply_whole(const typename E::Params& p, int64_t row, int64_t col0, float (&v)[VEC]) {
+    E::template apply_whole_present<VEC>(p, row, col0, v);
+  }
+};
+
+/// Problem with its epilogue's WHOLE form taken as present (PresentEpilogue),
+/// for row code run once whole_params_present held for the row.
+template <class Problem>
+struct WithPresentParams : Problem {
+  using Epilogue = PresentEpilogue<typename Problem::Epilogue>;
+};
+
+/// Whether row code may test Problem's parameters once a row
+/// (WithPresentParams): its epilogue has the present form and neither it nor
+/// Problem is final.
+template <class Problem>
+inline constexpr bool kTestsParamsOnce = HasPresentForm<typename Problem::Epilogue>::value &&
+                                         !std::is_final_v<Problem> && !std::is_final_v<typename Problem::Epilogue>;
+
 /// What a kernel passes its row code to keep the WHOLE form's parameters in
 /// L1 where it WANTs that (row_per_block at 8 slots, row_cluster_registers):
 /// WithParamCaching<Problem, kKeepInL1> where the epilogue takes the hint

@@ -156,11 +156,22 @@ NORMKIT_DEVICE void store_slots(const typename Problem::Params& p, int64_t row, 
 /// LayerNorm's bias), keeping what it computed for the output walk
 /// (store_held_slots) instead of transforming each slot again there.
 /// pre: as store_slots'.
-template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch>
+/// ONCE: where the epilogue has a present form (kTestsParamsOnce), WHOLE
+/// and nothing is prefetched, its parameters are tested once for the K
+/// slots (whole_params_present) and the slots then walked without a branch
+/// each (WithPresentParams): the same values, so the same bits. The caller
+/// chooses it where the registers allow (normalize_held_part).
+template <class Problem, int K, bool WHOLE = false, class Pre = NoPrefetch, bool ONCE = false>
 NORMKIT_DEVICE float transform_held_slots(const typename Problem::Params& p, int64_t row, int64_t col_base, int64_t n,
                                           int first_slot, int lane, int team, const RowStats& st,
                                           const RawSlot<typename Problem::Storage, Problem::kVec> (&raw)[K],
                                           float (&y)[K][Problem::kVec], const Pre* pre = nullptr) {
+  if constexpr (ONCE && WHOLE && std::is_same_v<Pre, NoPrefetch> && kTestsParamsOnce<Problem>) {
+    if (Problem::Epilogue::whole_params_present(p.epilogue)) {
+      return transform_held_slots<WithPresentParams<Problem>, K, WHOLE, Pre>(p, row, col_base, n, first_slot, lane,
+                                                                             team, st, raw, y, pre);
+    }
+  }
   constexpr int VEC = Problem::kVec;
   float amax = 0.f;
 #pragma unroll

@@ -19,7 +19,35 @@
 #include "row_views.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
+namespace kernel {
+
+/// row_per_block's *tight* form: 4-slot WHOLE rows in CTAs of
+/// kRowPerBlockTightMinThreads to kRowPerBlockTightThreads threads (11-12
+/// warps), compiled for three such CTAs an SM (launch bounds: at most 56
+/// registers a thread). At 64 registers an SM holds 32 warps, two CTAs of
+/// 11-12; at 56 it holds 36, three. Smaller CTAs gain no CTA that pays for
+/// the spill 56 registers cost (28 bytes stored, 44 loaded a thread, per-row
+/// fp8): measured on an H100 (docs/performance.md, experiment 180, share of
+/// the copy), per-row fp8 bf16 N = 12288 (384 threads) 88.4% -> 95.2%, but
+/// 8192 (256 threads, 4 CTAs either way) -3.7, 4096 (8 -> 9 CTAs) -1.7.
+inline constexpr int kRowPerBlockTightThreads = 384;
+inline constexpr int kRowPerBlockTightMinThreads = 321;
+
+}  // namespace kernel
+
 namespace detail {
+
+/// Whether the held-y walk of rows reduced by Reducer tests the epilogue's
+/// parameters once a row (transform_held_slots' ONCE): rows reduced within
+/// a warp or a CTA, but not in row_per_block's tight form, whose spill it
+/// doubled (28 -> 56 bytes, ptxas), nor across a cluster or in a CTA alone
+/// on its SM (costly reducers; the cluster kernel's spill 8 -> 28 bytes).
+/// Per-row fp8 / int8 bf16 on an H100, four passes: 5120 +1.7, 8192 +1.1 /
+/// +1.3, 16384 +1.7 / +2.6, 768 +0.7 / +0.8 points of the copy, the
+/// 12288 (tight) and 32768-65536 rows level (docs/performance.md, change 183).
+template <class Reducer>
+inline constexpr bool kHeldParamsOnce =
+    !costly_reductions_v<Reducer> && !std::is_same_v<Reducer, BlockAllReduce<kernel::kRowPerBlockTightThreads>>;
 
 /// The epilogue's parameters for a thread's VECS slots loaded ahead of the
 /// output walk (normalize_held_part's PREFETCH): kOn where the kernel asks for
@@ -149,7 +177,9 @@ NORMKIT_DEVICE void normalize_held_part(
     st = stats_with_row_max<Problem>(p, tapped, reducer, m, &amax);
   } else if constexpr (kHoldsY) {
     st = Problem::Stats::compute(view, reducer, p.cols, p.eps);
-    const float m = transform_held_slots<Problem, VECS, WHOLE>(p, r, col_base, n, 0, lane, team, st, v, y, pre);
+    const float m = transform_held_slots<Problem, VECS, WHOLE, Pre, kHeldParamsOnce<Reducer>>(p, r, col_base, n, 0,
+                                                                                             lane, team, st, v, y,
+                                                                                             pre);
     amax = reducer.all_reduce(m, NonNegativeMax{});
   } else {
     st = row_stats_and_absmax<Problem>(

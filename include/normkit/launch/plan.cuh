@@ -154,6 +154,14 @@ struct PlanTuning {
   /// N = 65536 89.8% -> 92.6% of the copy, fp8 level; docs/performance.md,
   /// change 76).
   static constexpr int64_t kOneCtaOnChipRowBytes = 65536;
+  /// The same for 16-bit LayerNorm rows with per-row scales held at 4 slots
+  /// (per_row_four_slot_parts): past 32 KiB of x (bf16 N = 32768) they too
+  /// split over a cluster of 2 CTAs of 512 threads, two per SM, instead of
+  /// one CTA of 1024 alone on its SM, which loads nothing while it reduces
+  /// and writes (per-row fp8 / int8 bf16 32768 82.7% -> 85.1% / 82.0% ->
+  /// 84.5% of the copy on an H100, misaligned 49.4% -> 55.6%;
+  /// docs/performance.md, change 185).
+  static constexpr int64_t kOneCtaPerRowLayerNormRowBytes = 32768;
   /// Largest cluster whose CTAs hold split parts (kernel/row_split_part.cuh:
   /// 8 slots a thread, half in shared memory, where four_slot_cluster_parts
   /// would hold 4 in twice the CTAs): add + LayerNorm bf16 N = 131072 in
@@ -752,7 +760,10 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       const int vecs = detail::preferred_vecs(f);
       if (detail::plan_rows_per_warp(f, vecs, &p)) {
         ok = true;
-      } else if (LaunchPlan r; f.needs_on_chip && detail::x_row_bytes(f) > PlanTuning::kOneCtaOnChipRowBytes &&
+      } else if (LaunchPlan r; f.needs_on_chip &&
+                                detail::x_row_bytes(f) > (detail::per_row_four_slot_parts(f)
+                                                              ? PlanTuning::kOneCtaPerRowLayerNormRowBytes
+                                                              : PlanTuning::kOneCtaOnChipRowBytes) &&
                                 detail::plan_cluster_registers(f, d, &r) &&
                                 detail::cluster_registers_measured(f, r)) {
         p = r;  // in pairs of CTAs, two per SM (kOneCtaOnChipRowBytes)
