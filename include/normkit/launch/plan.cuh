@@ -710,6 +710,16 @@ inline bool registers_beat_staging(const RowFormat& f, const LaunchPlan& p) {
          (f.prefetches_rows && p.smem_bytes > 0);  // the plan gave them a ring (cluster_ring_smem_bytes)
 }
 
+/// The longest x row (bytes) that must stay on chip which the automatic plan
+/// holds in one CTA's registers; longer rows split over a cluster's
+/// (row_in_cluster_registers) where it holds them: 16-bit LayerNorm rows
+/// with per-row scales at 4 slots (per_row_four_slot_parts) past
+/// PlanTuning::kOneCtaPerRowLayerNormRowBytes, every other such row past
+/// PlanTuning::kOneCtaOnChipRowBytes.
+inline int64_t one_cta_on_chip_row_bytes(const RowFormat& f) {
+  return per_row_four_slot_parts(f) ? PlanTuning::kOneCtaPerRowLayerNormRowBytes : PlanTuning::kOneCtaOnChipRowBytes;
+}
+
 /// Whether the automatic plan takes a row_in_cluster_registers plan `p` for
 /// rows that must stay on chip: rows with per-row scales held at 4 slots
 /// (per_row_four_slot_parts) only in the measured parts, CTAs of 512 or 1024
@@ -760,13 +770,10 @@ inline Status choose_plan(const RowFormat& f, const DeviceCaps& d, Shape request
       const int vecs = detail::preferred_vecs(f);
       if (detail::plan_rows_per_warp(f, vecs, &p)) {
         ok = true;
-      } else if (LaunchPlan r; f.needs_on_chip &&
-                                detail::x_row_bytes(f) > (detail::per_row_four_slot_parts(f)
-                                                              ? PlanTuning::kOneCtaPerRowLayerNormRowBytes
-                                                              : PlanTuning::kOneCtaOnChipRowBytes) &&
+      } else if (LaunchPlan r; f.needs_on_chip && detail::x_row_bytes(f) > detail::one_cta_on_chip_row_bytes(f) &&
                                 detail::plan_cluster_registers(f, d, &r) &&
                                 detail::cluster_registers_measured(f, r)) {
-        p = r;  // in pairs of CTAs, two per SM (kOneCtaOnChipRowBytes)
+        p = r;  // in CTAs of half the threads, two per SM (one_cta_on_chip_row_bytes)
         ok = true;
       } else if ((detail::x_row_bytes(f) <= PlanTuning::kAutoRegisterRowBytes || detail::wide_slots_fit(f) ||
                   detail::wide_four_slot_team_fits(f)) &&
