@@ -23,6 +23,7 @@
 #include "../config.cuh"
 #include "../epilogue/hooks.cuh"
 #include "../epilogue/param_slot.cuh"
+#include "row_per_block_tight.cuh"
 #include "rows_per_warp.cuh"
 
 NORMKIT_NAMESPACE_BEGIN
@@ -46,7 +47,7 @@ NORMKIT_HOST_DEVICE constexpr int row_per_block_max_threads(int vecs) {
 }
 
 // kRowPerBlockTightThreads and kRowPerBlockTightMinThreads, the tight form's
-// CTA sizes: kernel/rows_per_warp.cuh (its held-y walk asks them).
+// CTA sizes: kernel/row_per_block_tight.cuh.
 
 /// Whether Problem's 4-slot WHOLE rows in CTAs of
 /// kRowPerBlockTightMinThreads-kRowPerBlockTightThreads threads run the tight
